@@ -1,0 +1,62 @@
+# wheeltimer: the commands a newcomer runs. Everything they need is fetched
+# through the Go module proxy; nothing has to be installed by hand.
+
+GO            ?= go
+STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
+MODULES       := . benchmarks
+FUZZTIME      ?= 30s
+SOAK_DURATION ?= 3m
+
+.PHONY: all test lint unit bench bench-quick cover demo fuzz fuzz-quick soak soak-quick
+
+all: test
+
+## test: everything CI runs: vet, staticcheck, race tests of every module,
+## short fuzzing, a short soak and the quick benchmark matrix.
+test: lint unit fuzz-quick soak-quick bench-quick
+
+lint:
+	@for m in $(MODULES); do \
+		[ -f $$m/go.mod ] || continue; \
+		echo "== vet + staticcheck: $$m"; \
+		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
+	done
+
+unit:
+	@for m in $(MODULES); do \
+		[ -f $$m/go.mod ] || continue; \
+		echo "== go test -race: $$m"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; \
+	done
+
+## bench: the whole benchmark matrix; writes docs/benchmarks.md and charts.
+bench:
+	cd benchmarks && $(GO) run ./cmd/report -out ../docs
+
+## bench-quick: a reduced matrix in under a minute, written to a scratch dir.
+bench-quick:
+	cd benchmarks && $(GO) run ./cmd/report -quick -out $$(mktemp -d)
+
+## cover: unit tests with a coverage report in coverage.html.
+cover:
+	$(GO) test -race -coverprofile=coverage.out ./...
+	$(GO) tool cover -func=coverage.out | tail -1
+	$(GO) tool cover -html=coverage.out -o coverage.html
+
+## demo: 1M timeouts scheduled, mostly cancelled, the rest fired; beside time.AfterFunc.
+demo:
+	$(GO) run ./examples/demo
+
+## fuzz: every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m).
+fuzz:
+	bash scripts/fuzz.sh $(FUZZTIME)
+
+fuzz-quick:
+	bash scripts/fuzz.sh 3s
+
+## soak: producers on every core for SOAK_DURATION; prints the balance.
+soak:
+	$(GO) test -run '^TestSoak$$' -count=1 -timeout 0 -v ./hashedwheel -soak=$(SOAK_DURATION)
+
+soak-quick:
+	$(GO) test -race -run '^TestSoak$$' -count=1 -v ./hashedwheel -soak=10s

@@ -1,0 +1,102 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"runtime"
+)
+
+// maxBatch bounds the tasks handed to the executor in one call. A tick
+// with many expired timeouts is split into batches so that the executor is
+// called a few times per tick instead of once per timeout (about 1µs each
+// with a goroutine pool), while several batches still run in parallel.
+const maxBatch = 256
+
+// batchesPerCPU is how many batches per CPU a large tick is split into, so
+// that the pool can spread one tick's tasks over every core.
+const batchesPerCPU = 4
+
+// batchSize returns how many of n expired tasks to hand over per call: one
+// each when there are few, so that they run in parallel, up to maxBatch
+// when there are many.
+func batchSize(n int) int {
+	return min(max(n/(runtime.GOMAXPROCS(0)*batchesPerCPU), 1), maxBatch)
+}
+
+// batch is a run of expired timeouts handed to the executor as one task.
+type batch []*timeout
+
+func (b batch) run() {
+	for _, t := range b {
+		t.run()
+	}
+}
+
+// dispatch hands the tick's expired timeouts to the executor. With
+// pool.Inline they run here, on the worker goroutine, one after another.
+func (w *worker) dispatch(due []*timeout) {
+	if w.inline {
+		batch(due).run()
+		return
+	}
+	size := batchSize(len(due))
+	for len(due) > 0 {
+		n := min(size, len(due))
+		b := make(batch, n)
+		copy(b, due[:n])
+		due = due[n:]
+		w.execute(b)
+	}
+}
+
+// execute hands one batch to the executor. If the executor refuses it, or
+// panics, the batch runs on a goroutine of its own: an expired task is
+// never lost.
+func (w *worker) execute(b batch) {
+	h := w.timer
+	if err := safeExecute(h.executor, b.run); err != nil {
+		h.counters.executorFailures.Add(1)
+		h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
+			"tasks", len(b), "error", err)
+		go b.run()
+	}
+}
+
+func safeExecute(e interface{ Execute(func()) error }, task func()) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("executor panicked: %v", r)
+		}
+	}()
+	return e.Execute(task)
+}
+
+// run runs the task, recovering and logging a panic.
+func (t *timeout) run() {
+	defer func() {
+		if r := recover(); r != nil {
+			t.timer.config.logger.Error("hashedwheel: TimerTask panicked",
+				"timeout", t, "panic", r)
+		}
+	}()
+	t.task.Run(t)
+}
+
+// finishCancel completes a processed cancellation: it counts the timeout
+// out of the pending set and calls the task's Cancelled hook, if any.
+func (h *HashedWheelTimer) finishCancel(t *timeout) {
+	h.counters.cancelled.Add(1)
+	if h.maxPending > 0 {
+		h.admitted.Add(-1)
+	}
+	hook, ok := t.task.(cancelledHook)
+	if !ok {
+		return
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			h.config.logger.Error("hashedwheel: Cancelled hook panicked",
+				"timeout", t, "panic", r)
+		}
+	}()
+	hook.Cancelled(t)
+}

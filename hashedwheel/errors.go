@@ -1,0 +1,38 @@
+package hashedwheel
+
+import (
+	"errors"
+	"fmt"
+)
+
+var (
+	// ErrStopped is returned by NewTimeout, AfterFunc and Start once Stop
+	// has been called. A NewTimeout that fails with ErrStopped scheduled
+	// nothing: its task never runs.
+	ErrStopped = errors.New("hashedwheel: timer stopped")
+
+	// ErrTooManyPendingTimeouts is returned by NewTimeout when the timer
+	// already holds the number of pending timeouts set by
+	// WithMaxPendingTimeouts (Netty's RejectedExecutionException).
+	ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
+
+	// ErrNilTask is returned by NewTimeout for a nil task and by AfterFunc
+	// for a nil function.
+	ErrNilTask = errors.New("hashedwheel: nil task")
+
+	// ErrInvalidOption is wrapped by the error New returns for an option
+	// value it cannot use; the message names the option and the value.
+	ErrInvalidOption = errors.New("hashedwheel: invalid option")
+)
+
+// invalidOption builds the error for option name given value, wrapping
+// ErrInvalidOption.
+func invalidOption(name string, value any, expected string) error {
+	return fmt.Errorf("%w: %s(%v): expected %s", ErrInvalidOption, name, value, expected)
+}
+
+// tooManyPending builds the rejection error, naming the limit like Netty's
+// message does.
+func tooManyPending(limit int64) error {
+	return fmt.Errorf("%w: the limit is %d", ErrTooManyPendingTimeouts, limit)
+}

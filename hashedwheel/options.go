@@ -1,0 +1,136 @@
+package hashedwheel
+
+import (
+	"log/slog"
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// Defaults, as in Netty.
+const (
+	DefaultTickDuration  = 100 * time.Millisecond
+	DefaultTicksPerWheel = 512
+	// MinTickDuration is the shortest tick: shorter ones are raised to it
+	// with a warning, since the runtime's timers cannot sleep less (Netty
+	// clamps to 1ms for the same reason).
+	MinTickDuration = time.Millisecond
+	// MaxTicksPerWheel is the largest wheel New accepts.
+	MaxTicksPerWheel = 1 << 30
+)
+
+// Option configures a HashedWheelTimer made by New.
+type Option func(*config) error
+
+// config is what the options build; New validates it as a whole.
+type config struct {
+	tickDuration  time.Duration
+	ticksPerWheel int
+	maxPending    int64
+	executor      pool.Executor // nil: New's own ants pool
+	logger        *slog.Logger
+	clock         clock.Clock
+}
+
+func defaultConfig() config {
+	return config{
+		tickDuration:  DefaultTickDuration,
+		ticksPerWheel: DefaultTicksPerWheel,
+		logger:        slog.Default(),
+		clock:         clock.NewReal(),
+	}
+}
+
+// WithTickDuration sets the time between two ticks of the wheel, which is
+// the timer's resolution: a timeout fires within about one tick after its
+// deadline. Default 100ms. It must be positive; below MinTickDuration it is
+// raised to MinTickDuration and a warning is logged.
+func WithTickDuration(d time.Duration) Option {
+	return func(c *config) error {
+		if d <= 0 {
+			return invalidOption("WithTickDuration", d, "> 0")
+		}
+		c.tickDuration = d
+		return nil
+	}
+}
+
+// WithTicksPerWheel sets the number of buckets in the wheel, rounded up to a
+// power of two. Default 512. It must be in [1, MaxTicksPerWheel]. A
+// timeout whose delay exceeds ticksPerWheel·tickDuration is visited once per
+// turn of the wheel until it is due, so size the wheel to cover the usual
+// delay.
+func WithTicksPerWheel(n int) Option {
+	return func(c *config) error {
+		if n < 1 || n > MaxTicksPerWheel {
+			return invalidOption("WithTicksPerWheel", n, "1 to 1<<30")
+		}
+		c.ticksPerWheel = 1 << bits.Len(uint(n-1))
+		return nil
+	}
+}
+
+// WithMaxPendingTimeouts limits the number of pending timeouts: once it is
+// reached, NewTimeout fails with ErrTooManyPendingTimeouts until a pending
+// timeout expires or its cancellation has been processed. Zero or a
+// negative value, the default, means no limit.
+func WithMaxPendingTimeouts(n int64) Option {
+	return func(c *config) error {
+		c.maxPending = max(n, 0)
+		return nil
+	}
+}
+
+// WithExecutor sets the executor that runs expired tasks. The caller owns
+// it: Stop does not release it. pool.Inline runs tasks on the timer's worker
+// goroutine, as Netty does by default. Without this option the timer runs
+// tasks on its own pool.Ants of pool.DefaultSize goroutines, released by
+// Stop.
+func WithExecutor(e pool.Executor) Option {
+	return func(c *config) error {
+		if e == nil {
+			return invalidOption("WithExecutor", e, "a non-nil pool.Executor")
+		}
+		c.executor = e
+		return nil
+	}
+}
+
+// WithLogger sets the logger for warnings: a clamped tick duration, a
+// panicking task, a failing executor. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return invalidOption("WithLogger", l, "a non-nil *slog.Logger")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// withClock replaces the monotonic clock; tests drive the wheel with
+// clock.Fake.
+func withClock(c clock.Clock) Option {
+	return func(cfg *config) error {
+		cfg.clock = c
+		return nil
+	}
+}
+
+// validate checks what single options cannot: the tick against the wheel
+// size, so that tick arithmetic never overflows.
+func (c *config) validate() error {
+	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
+		return invalidOption("WithTickDuration", c.tickDuration,
+			"less than "+time.Duration(limit).String()+" with this wheel size")
+	}
+	if c.tickDuration < MinTickDuration {
+		c.logger.Warn("hashedwheel: tick duration below the minimum; using the minimum",
+			"configured", c.tickDuration, "using", MinTickDuration)
+		c.tickDuration = MinTickDuration
+	}
+	return nil
+}

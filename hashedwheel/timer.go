@@ -1,0 +1,69 @@
+package hashedwheel
+
+import "time"
+
+// TimerTask is the work a Timer runs when a Timeout expires.
+//
+// Run is called at most once per Timeout, never before the Timeout's
+// deadline, on the goroutine the timer's executor chooses. A panic in Run is
+// recovered and logged; it does not affect the timer or other tasks.
+//
+// A TimerTask may also implement
+//
+//	Cancelled(timeout Timeout)
+//
+// to be told, once, when a successful Cancel of one of its timeouts has been
+// processed by the timer (Netty 4.2's TimerTask.cancelled). The hook runs on
+// the timer's worker goroutine and must return quickly.
+type TimerTask interface {
+	Run(timeout Timeout)
+}
+
+// TaskFunc adapts an ordinary function to the TimerTask interface.
+type TaskFunc func(timeout Timeout)
+
+// Run calls f(timeout).
+func (f TaskFunc) Run(timeout Timeout) { f(timeout) }
+
+// cancelledHook is the optional interface a TimerTask implements to learn of
+// the processing of its timeout's cancellation.
+type cancelledHook interface {
+	Cancelled(timeout Timeout)
+}
+
+// Timeout is the handle of one scheduled TimerTask, returned by
+// Timer.NewTimeout. All its methods are safe for concurrent use.
+type Timeout interface {
+	// Timer returns the Timer that created this Timeout.
+	Timer() Timer
+	// Task returns the TimerTask scheduled by this Timeout.
+	Task() TimerTask
+	// Deadline returns the earliest time at which the task may run. The
+	// task never runs before it.
+	Deadline() time.Time
+	// IsExpired reports whether the timer has claimed the timeout for
+	// running: its task has been handed to the executor or is about to be.
+	IsExpired() bool
+	// IsCancelled reports whether the timeout was cancelled, by Cancel or by
+	// Timer.Stop.
+	IsCancelled() bool
+	// Cancel prevents the task from running. It returns true for the one
+	// call that cancelled the timeout and false if the timeout had already
+	// expired or been cancelled. It never blocks; the timer releases the
+	// timeout's memory within one tick.
+	Cancel() bool
+}
+
+// Timer schedules TimerTasks to run once after a delay. It is the Go form of
+// Netty's io.netty.util.Timer.
+type Timer interface {
+	// NewTimeout schedules task to run once after delay. A zero or negative
+	// delay runs it on the next tick. It fails with ErrNilTask,
+	// ErrStopped or ErrTooManyPendingTimeouts, and a failed call schedules
+	// nothing.
+	NewTimeout(task TimerTask, delay time.Duration) (Timeout, error)
+	// Stop stops the timer and returns the timeouts that had neither
+	// expired nor been cancelled, each now cancelled. Later calls return
+	// nil.
+	Stop() []Timeout
+}

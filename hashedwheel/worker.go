@@ -1,0 +1,202 @@
+package hashedwheel
+
+import (
+	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// maxTransfersPerTick bounds the new timeouts moved into the wheel per
+// tick, so that producers adding in a tight loop cannot starve expiry; the
+// rest wait for the following ticks (Netty's 100 000).
+const maxTransfersPerTick = 100_000
+
+// worker is the goroutine that owns the wheel. Everything here but the
+// timer's atomics is touched by the worker alone.
+type worker struct {
+	timer     *HashedWheelTimer
+	wheel     *wheel
+	due       []*timeout // scratch: the current tick's expired timeouts
+	nextShard int        // the intake shard drained first, rotated for fairness
+	inline    bool       // the executor is pool.Inline: no batching
+	stopped   bool
+	maxLag    int64
+}
+
+func newWorker(h *HashedWheelTimer) *worker {
+	return &worker{
+		timer:  h,
+		wheel:  newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
+		inline: h.executor == pool.Inline,
+	}
+}
+
+// run is the worker goroutine: it sleeps until the end of the current tick,
+// processes the tick, and repeats, until Stop.
+func (w *worker) run() {
+	h := w.timer
+	h.workerID.Store(goid.Current())
+	defer w.exit()
+	for !w.stopped {
+		if h.state.Load() == timerStopped {
+			h.stopResult = w.shutdown()
+			return
+		}
+		if w.wheel.size == 0 && h.intakeEmpty() {
+			w.sleepUntilWoken()
+			continue
+		}
+		now := h.clock.Now() - h.startNanos
+		end := w.wheel.tickEnd()
+		if now < end {
+			h.sleeper.Sleep(h.startNanos + end)
+			continue
+		}
+		// Tick ends are absolute, so lateness never accumulates: a late
+		// worker runs the ticks it missed back to back.
+		w.runTick(now, now-end)
+	}
+}
+
+// runTick processes the current tick, in Netty's order: unlink cancelled
+// timeouts, move new ones into the wheel, then expire the tick's bucket.
+// Transfer must come before expiry: a new timeout due a whole number of
+// turns from now lands in the current bucket and must lose its first round
+// in this same pass.
+func (w *worker) runTick(now, lag int64) {
+	h := w.timer
+	w.processCancellations()
+	if w.stopped { // a Cancelled hook stopped the timer
+		return
+	}
+	w.transfer()
+	due, misplaced := w.wheel.expire(now, w.due[:0])
+	w.wheel.advance()
+	if misplaced > 0 {
+		h.config.logger.Error("hashedwheel: timeouts found in the wrong bucket; kept until due",
+			"count", misplaced, "tick", w.wheel.tick-1)
+	}
+	h.counters.ticks.Add(1)
+	if lag > w.maxLag {
+		w.maxLag = lag
+		h.counters.maxTickLag.Store(lag)
+	}
+	if len(due) > 0 {
+		// Count them out before they run, so that a task can schedule
+		// again at the pending limit (Netty a0e375bbc0).
+		h.counters.expired.Add(uint64(len(due)))
+		if h.maxPending > 0 {
+			h.admitted.Add(-int64(len(due)))
+		}
+		w.dispatch(due)
+		clear(due)
+	}
+	w.due = due[:0]
+}
+
+// processCancellations unlinks every timeout whose cancellation reached the
+// worker.
+func (w *worker) processCancellations() {
+	for i := range w.timer.shards {
+		q := w.timer.shards[i].cancels
+		for !w.stopped {
+			t, ok := q.Pop()
+			if !ok {
+				break
+			}
+			w.wheel.remove(t)
+			w.timer.finishCancel(t)
+		}
+	}
+}
+
+// transfer moves queued timeouts into the wheel, at most
+// maxTransfersPerTick of them, starting from a different shard each tick.
+func (w *worker) transfer() {
+	h := w.timer
+	budget := maxTransfersPerTick
+	for i := 0; i < len(h.shards) && budget > 0; i++ {
+		q := h.shards[(w.nextShard+i)&int(h.shardMask)].intake
+		for ; budget > 0; budget-- {
+			t, ok := q.Pop()
+			if !ok {
+				break
+			}
+			if t.take() {
+				w.wheel.schedule(t)
+			} else { // cancelled while queued
+				h.finishCancel(t)
+			}
+		}
+	}
+	w.nextShard++
+}
+
+// sleepUntilWoken parks the worker while there is nothing to do, instead
+// of waking every tick: NewTimeout or Stop wakes it.
+func (w *worker) sleepUntilWoken() {
+	h := w.timer
+	h.idle.Store(true)
+	// A producer that pushed before it could see the flag will not wake us:
+	// look again now that the flag is visible.
+	if !h.intakeEmpty() || h.state.Load() == timerStopped {
+		if h.idle.CompareAndSwap(true, false) {
+			return
+		}
+		// A producer took the flag and is waking us: Sleep returns at once.
+	}
+	h.sleeper.Sleep(clock.Forever)
+	h.idle.Store(false)
+	w.wheel.skipTo(h.clock.Now() - h.startNanos)
+}
+
+// shutdown ends the timer's work: it closes the queues, and cancels and
+// returns every timeout that neither expired nor was cancelled. It runs
+// on the worker goroutine, in the worker loop or in a Stop called by a task
+// running inline.
+func (w *worker) shutdown() []Timeout {
+	h := w.timer
+	w.stopped = true
+	var result []Timeout
+	stop := func(t *timeout) {
+		if t.cancelForStop() {
+			result = append(result, t)
+		}
+	}
+	for i := range h.shards {
+		q := h.shards[i].intake
+		q.Close()
+		drain(q, func(t *timeout) {
+			if t.cancelForStop() {
+				result = append(result, t)
+			} else { // cancelled while queued
+				h.finishCancel(t)
+			}
+		})
+	}
+	// Timeouts cancelled in a bucket are skipped here: their cancellation
+	// is in a cancels queue, drained below, or finished by Cancel itself
+	// once the queue is closed.
+	w.wheel.clear(stop)
+	for i := range h.shards {
+		q := h.shards[i].cancels
+		q.Close()
+		drain(q, h.finishCancel)
+	}
+	h.counters.returnedByStop.Add(uint64(len(result)))
+	if h.maxPending > 0 {
+		h.admitted.Add(-int64(len(result)))
+	}
+	return result
+}
+
+// exit releases what the worker held and lets Stop return.
+func (w *worker) exit() {
+	h := w.timer
+	if h.ownsExecutor {
+		h.executor.(*pool.Ants).Release()
+	}
+	h.sleeper.Close()
+	instances.Add(-1)
+	close(h.done)
+}
