@@ -4,11 +4,15 @@ go 1.23.0
 
 require (
 	github.com/panjf2000/ants/v2 v2.12.1
+	github.com/stretchr/testify v1.11.1
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.35.0
 )
 
 require (
-	github.com/stretchr/testify v1.11.1 // indirect
+	github.com/davecgh/go-spew v1.1.1 // indirect
+	github.com/kr/text v0.2.0 // indirect
+	github.com/pmezard/go-difflib v1.0.0 // indirect
 	golang.org/x/sync v0.11.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
 )

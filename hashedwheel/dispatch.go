@@ -80,23 +80,3 @@ func (t *timeout) run() {
 	}()
 	t.task.Run(t)
 }
-
-// finishCancel completes a processed cancellation: it counts the timeout
-// out of the pending set and calls the task's Cancelled hook, if any.
-func (h *HashedWheelTimer) finishCancel(t *timeout) {
-	h.counters.cancelled.Add(1)
-	if h.maxPending > 0 {
-		h.admitted.Add(-1)
-	}
-	hook, ok := t.task.(cancelledHook)
-	if !ok {
-		return
-	}
-	defer func() {
-		if r := recover(); r != nil {
-			h.config.logger.Error("hashedwheel: Cancelled hook panicked",
-				"timeout", t, "panic", r)
-		}
-	}()
-	hook.Cancelled(t)
-}

@@ -200,15 +200,6 @@ func (h *HashedWheelTimer) wakeWorker() {
 	}
 }
 
-// reportCancelled hands a cancelled timeout that is in a bucket to the
-// worker. If the worker has stopped taking cancellations, the timer is
-// stopped and the cancellation is finished here.
-func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	if !h.pickShard().cancels.Push(t) {
-		h.finishCancel(t)
-	}
-}
-
 // Stop stops the timer and returns the timeouts that had neither expired
 // nor been cancelled, each now cancelled; their tasks never run and their
 // Cancelled hooks are not called. Every timeout NewTimeout accepted has

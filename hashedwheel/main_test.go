@@ -50,9 +50,11 @@ func newFakeTimer(tb testing.TB, opts ...Option) (*HashedWheelTimer, *clock.Fake
 	return h, fake
 }
 
-// advance moves the fake clock forward by d, one tick at a time so that
-// each tick is processed at its own instant, and waits for the worker.
+// advance waits for the worker to take in what was just scheduled, then
+// moves the fake clock forward by d, one tick at a time so that each tick
+// is processed at its own instant, waiting for the worker after each.
 func advance(fake *clock.Fake, d time.Duration) {
+	fake.Settle()
 	for d > 0 {
 		step := min(d, testTick)
 		fake.Advance(step)

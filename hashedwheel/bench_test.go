@@ -1,0 +1,281 @@
+package hashedwheel
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The benchmarks measure the wheel beside time.AfterFunc in the same run
+// and report the ratio as the metric "x-AfterFunc" (lower is better), so
+// that figures from a noisy machine stay comparable.
+
+// benchDelay is long enough that no benchmark timeout ever fires.
+const benchDelay = time.Hour
+
+func noop() {}
+
+var noopTask = TaskFunc(func(Timeout) {})
+
+func newBenchTimer(b *testing.B, opts ...Option) *HashedWheelTimer {
+	b.Helper()
+	h, err := New(opts...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := h.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { h.Stop() })
+	return h
+}
+
+// afterFuncStopNs measures time.AfterFunc+Stop, serially or on every P, and
+// returns ns per pair.
+func afterFuncStopNs(n int, parallel bool) float64 {
+	start := time.Now()
+	if !parallel {
+		for i := 0; i < n; i++ {
+			time.AfterFunc(benchDelay, noop).Stop()
+		}
+	} else {
+		procs := runtime.GOMAXPROCS(0)
+		var wg sync.WaitGroup
+		for p := 0; p < procs; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; i < n/procs; i++ {
+					time.AfterFunc(benchDelay, noop).Stop()
+				}
+			}()
+		}
+		wg.Wait()
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n)
+}
+
+// reportRatio reports the wheel's ns/op over time.AfterFunc's, measured now
+// for the same number of operations.
+func reportRatio(b *testing.B, parallel bool) {
+	b.StopTimer()
+	wheelNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	runtime.GC()
+	b.ReportMetric(wheelNs/afterFuncStopNs(b.N, parallel), "x-AfterFunc")
+}
+
+// BenchmarkNewTimeoutCancel is the common path of request timeouts:
+// schedule, then cancel before the deadline, on one goroutine.
+func BenchmarkNewTimeoutCancel(b *testing.B) {
+	h := newBenchTimer(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t, _ := h.NewTimeout(noopTask, benchDelay)
+		t.Cancel()
+	}
+	reportRatio(b, false)
+}
+
+// BenchmarkNewTimeoutCancelParallel is the same on every P at once.
+func BenchmarkNewTimeoutCancelParallel(b *testing.B) {
+	h := newBenchTimer(b)
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			t, _ := h.NewTimeout(noopTask, benchDelay)
+			t.Cancel()
+		}
+	})
+	reportRatio(b, true)
+}
+
+// BenchmarkNewTimeoutCancelPending measures the same pair with a million
+// timeouts already pending, beside AfterFunc with a million runtime timers
+// pending.
+func BenchmarkNewTimeoutCancelPending(b *testing.B) {
+	const pending = 1_000_000
+	h := newBenchTimer(b)
+	for i := 0; i < pending; i++ {
+		if _, err := h.NewTimeout(noopTask, benchDelay+time.Duration(i)*time.Millisecond); err != nil {
+			b.Fatal(err)
+		}
+	}
+	runtimeTimers := make([]*time.Timer, pending)
+	for i := range runtimeTimers {
+		runtimeTimers[i] = time.AfterFunc(benchDelay+time.Duration(i)*time.Millisecond, noop)
+	}
+	defer func() {
+		for _, t := range runtimeTimers {
+			t.Stop()
+		}
+	}()
+	runtime.GC()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t, _ := h.NewTimeout(noopTask, benchDelay)
+		t.Cancel()
+	}
+	reportRatio(b, false)
+}
+
+// BenchmarkMemoryPerPending reports the heap growth per pending timeout
+// with a million pending and the task shared, beside time.AfterFunc.
+func BenchmarkMemoryPerPending(b *testing.B) {
+	const pending = 1_000_000
+	for i := 0; i < b.N; i++ {
+		h, fake := newFakeTimer(b)
+		base := heapInUse()
+		for j := 0; j < pending; j++ {
+			if _, err := h.NewTimeout(noopTask, benchDelay); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// Let the worker move them from the intake queues into the wheel,
+		// whose memory is what stays.
+		for h.Stats().Ticks < pending/maxTransfersPerTick+1 {
+			advance(fake, testTick)
+		}
+		wheelBytes := float64(heapInUse()-base) / pending
+		h.Stop()
+
+		base = heapInUse()
+		timers := make([]*time.Timer, pending)
+		for j := range timers {
+			timers[j] = time.AfterFunc(benchDelay, noop)
+		}
+		runtimeBytes := float64(heapInUse()-base) / pending
+		for _, t := range timers {
+			t.Stop()
+		}
+		b.ReportMetric(wheelBytes, "B/pending")
+		b.ReportMetric(runtimeBytes, "AfterFunc-B/pending")
+	}
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// BenchmarkExpiryStorm schedules a million timeouts, each due 200ms after
+// it is made, with a fresh closure each, on a 1ms tick and the default
+// executor. It reports the time to schedule them and the firing lateness;
+// any early firing fails the benchmark.
+func BenchmarkExpiryStorm(b *testing.B) {
+	const n = 1_000_000
+	const delay = 200 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		h := newBenchTimer(b, WithTickDuration(time.Millisecond))
+		late := make([]time.Duration, n)
+		var fired atomic.Int64
+		done := make(chan struct{})
+		runtime.GC()
+		start := time.Now()
+		for j := 0; j < n; j++ {
+			made := time.Now()
+			_, err := h.AfterFunc(delay, func() {
+				late[j] = time.Since(made) - delay
+				if fired.Add(1) == n {
+					close(done)
+				}
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+		scheduling := time.Since(start)
+		<-done
+		h.Stop()
+		slices.Sort(late)
+		if late[0] < 0 {
+			b.Fatalf("a timeout fired %v early", -late[0])
+		}
+		b.ReportMetric(float64(scheduling.Milliseconds()), "ms-to-schedule")
+		b.ReportMetric(float64(late[n/2].Microseconds())/1000, "p50-late-ms")
+		b.ReportMetric(float64(late[n*99/100].Microseconds())/1000, "p99-late-ms")
+		b.ReportMetric(float64(late[n-1].Microseconds())/1000, "max-late-ms")
+	}
+}
+
+// BenchmarkAfterFuncStorm is BenchmarkExpiryStorm on time.AfterFunc.
+func BenchmarkAfterFuncStorm(b *testing.B) {
+	const n = 1_000_000
+	const delay = 200 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		late := make([]time.Duration, n)
+		var fired atomic.Int64
+		done := make(chan struct{})
+		runtime.GC()
+		start := time.Now()
+		for j := 0; j < n; j++ {
+			made := time.Now()
+			time.AfterFunc(delay, func() {
+				late[j] = time.Since(made) - delay
+				if fired.Add(1) == n {
+					close(done)
+				}
+			})
+		}
+		scheduling := time.Since(start)
+		<-done
+		slices.Sort(late)
+		b.ReportMetric(float64(scheduling.Milliseconds()), "ms-to-schedule")
+		b.ReportMetric(float64(late[n/2].Microseconds())/1000, "p50-late-ms")
+		b.ReportMetric(float64(late[n*99/100].Microseconds())/1000, "p99-late-ms")
+		b.ReportMetric(float64(late[n-1].Microseconds())/1000, "max-late-ms")
+	}
+}
+
+// BenchmarkIdle reports the CPU a started 1ms-tick timer with nothing
+// pending uses per second of wall time, beside a 1ms time.Ticker loop.
+func BenchmarkIdle(b *testing.B) {
+	const window = 500 * time.Millisecond
+	for i := 0; i < b.N; i++ {
+		h := newBenchTimer(b, WithTickDuration(time.Millisecond))
+		fired := make(chan struct{})
+		if _, err := h.AfterFunc(0, func() { close(fired) }); err != nil {
+			b.Fatal(err)
+		}
+		<-fired
+		before := cpuTime()
+		time.Sleep(window)
+		idle := cpuTime() - before
+		h.Stop()
+
+		ticker := time.NewTicker(time.Millisecond)
+		stop := time.After(window)
+		before = cpuTime()
+	loop:
+		for {
+			select {
+			case <-ticker.C:
+			case <-stop:
+				break loop
+			}
+		}
+		ticking := cpuTime() - before
+		ticker.Stop()
+		perSecond := float64(time.Second) / float64(window)
+		b.ReportMetric(float64(idle.Microseconds())*perSecond/1000, "cpu-ms/s")
+		b.ReportMetric(float64(ticking.Microseconds())*perSecond/1000, "ticker-cpu-ms/s")
+	}
+}
+
+// cpuTime returns the CPU time of the process, user and system.
+func cpuTime() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
+}

@@ -1,0 +1,454 @@
+package hashedwheel
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"math"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// logBuffer collects a logger's output; the worker writes it concurrently.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func newLogBuffer() (*logBuffer, *slog.Logger) {
+	b := &logBuffer{}
+	return b, slog.New(slog.NewTextHandler(b, nil))
+}
+
+func TestNewRejectsInvalidOptions(t *testing.T) {
+	cases := []struct {
+		opt  Option
+		want string
+	}{
+		{WithTickDuration(0), "WithTickDuration(0s)"},
+		{WithTickDuration(-time.Second), "WithTickDuration(-1s)"},
+		{WithTicksPerWheel(0), "WithTicksPerWheel(0)"},
+		{WithTicksPerWheel(-4), "WithTicksPerWheel(-4)"},
+		{WithTicksPerWheel(MaxTicksPerWheel + 1), "WithTicksPerWheel(1073741825)"},
+		{WithExecutor(nil), "WithExecutor(<nil>)"},
+		{WithLogger(nil), "WithLogger(<nil>)"},
+	}
+	for _, c := range cases {
+		h, err := New(c.opt)
+		assert.Nil(t, h)
+		assert.ErrorIs(t, err, ErrInvalidOption)
+		assert.ErrorContains(t, err, c.want)
+	}
+}
+
+func TestNewRejectsATickThatWouldOverflowTheWheel(t *testing.T) {
+	_, err := New(WithTicksPerWheel(1<<20), WithTickDuration(math.MaxInt64/(1<<20)))
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.ErrorContains(t, err, "WithTickDuration(")
+}
+
+func TestNewDefaultsAndRounding(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	assert.Equal(t, DefaultTickDuration, h.config.tickDuration)
+	assert.Equal(t, DefaultTicksPerWheel, h.config.ticksPerWheel)
+	assert.Zero(t, h.maxPending)
+
+	for in, want := range map[int]int{1: 1, 2: 2, 3: 4, 500: 512, 512: 512, 513: 1024, MaxTicksPerWheel: MaxTicksPerWheel} {
+		h, err := New(WithTicksPerWheel(in))
+		require.NoError(t, err)
+		assert.Equal(t, want, h.config.ticksPerWheel, "WithTicksPerWheel(%d)", in)
+	}
+	h, err = New(WithMaxPendingTimeouts(-5))
+	require.NoError(t, err)
+	assert.Zero(t, h.maxPending, "a negative limit means none")
+}
+
+func TestSubMillisecondTickIsRaisedWithAWarning(t *testing.T) {
+	logs, logger := newLogBuffer()
+	h, err := New(WithTickDuration(100*time.Microsecond), WithLogger(logger))
+	require.NoError(t, err)
+	assert.Equal(t, time.Millisecond, h.config.tickDuration)
+	assert.Contains(t, logs.String(), "level=WARN")
+	assert.Contains(t, logs.String(), "configured=100µs")
+}
+
+func TestNewTimeoutRejectsNilTasks(t *testing.T) {
+	h, _ := newFakeTimer(t)
+	_, err := h.NewTimeout(nil, time.Second)
+	assert.ErrorIs(t, err, ErrNilTask)
+	_, err = h.NewTimeout(TaskFunc(nil), time.Second)
+	assert.ErrorIs(t, err, ErrNilTask)
+	_, err = h.AfterFunc(time.Second, nil)
+	assert.ErrorIs(t, err, ErrNilTask)
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+func TestStopBeforeStart(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	assert.Nil(t, h.Stop())
+	assert.Nil(t, h.Stop())
+	assert.ErrorIs(t, h.Start(), ErrStopped)
+	_, err = h.AfterFunc(time.Second, func() {})
+	assert.ErrorIs(t, err, ErrStopped)
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Equal(t, uint64(1), h.Stats().RejectedStopped)
+}
+
+func TestStartIsIdempotentAndStopIsFinal(t *testing.T) {
+	h, _ := newFakeTimer(t)
+	assert.NoError(t, h.Start())
+	mustSchedule(t, h, noopTask, time.Hour)
+	assert.Len(t, h.Stop(), 1)
+	assert.Nil(t, h.Stop(), "a second Stop returns nothing")
+	assert.ErrorIs(t, h.Start(), ErrStopped)
+	_, err := h.NewTimeout(noopTask, time.Second)
+	assert.ErrorIs(t, err, ErrStopped)
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+func TestTimeoutAccessors(t *testing.T) {
+	h, _ := newFakeTimer(t)
+	before := time.Now()
+	to := mustSchedule(t, h, noopTask, time.Minute)
+	assert.Same(t, h, to.Timer())
+	assert.NotNil(t, to.Task())
+	assert.WithinDuration(t, before.Add(time.Minute), to.Deadline(), time.Second)
+	assert.False(t, to.IsExpired())
+	assert.False(t, to.IsCancelled())
+	assert.Contains(t, to.(*timeout).String(), "HashedWheelTimeout(deadline: ")
+}
+
+func TestCancelSucceedsOnceAndNeverAfterExpiry(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	queued := mustSchedule(t, h, noopTask, time.Second)
+	assert.True(t, queued.Cancel(), "cancel before the worker took it")
+	assert.False(t, queued.Cancel())
+	assert.True(t, queued.IsCancelled())
+
+	inBucket := mustSchedule(t, h, noopTask, time.Second)
+	advance(fake, testTick)
+	require.Equal(t, stateScheduled, inBucket.(*timeout).state.Load())
+	assert.True(t, inBucket.Cancel(), "cancel in a bucket")
+	assert.False(t, inBucket.Cancel())
+
+	ran := 0
+	fired := mustSchedule(t, h, TaskFunc(func(Timeout) { ran++ }), 0)
+	advance(fake, testTick)
+	assert.Equal(t, 1, ran)
+	assert.True(t, fired.IsExpired())
+	assert.False(t, fired.Cancel(), "too late")
+	assert.False(t, fired.IsCancelled())
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Equal(t, uint64(2), h.Stats().Cancelled)
+}
+
+func TestCancelledTimeoutIsUnlinkedWithinOneTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	to := mustSchedule(t, h, noopTask, time.Hour)
+	advance(fake, testTick)
+	require.Equal(t, 1, h.worker.wheel.size)
+	to.Cancel()
+	assert.Equal(t, int64(1), h.PendingTimeouts(), "counted until processed")
+	advance(fake, testTick)
+	assert.Zero(t, h.PendingTimeouts())
+	// The worker is idle now, so reading its wheel does not race.
+	assert.Zero(t, h.worker.wheel.size, "unlinked")
+}
+
+func TestZeroAndNegativeDelaysFireOnTheNextTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	advance(fake, 5*testTick)
+	ran := 0
+	for _, d := range []time.Duration{0, -time.Second, math.MinInt64} {
+		mustSchedule(t, h, TaskFunc(func(Timeout) { ran++ }), d)
+	}
+	fake.Settle()
+	fake.Advance(testTick - 1)
+	fake.Settle()
+	assert.Zero(t, ran, "not before the tick ends")
+	fake.Advance(1)
+	fake.Settle()
+	assert.Equal(t, 3, ran)
+}
+
+func TestHugeDelaysClamp(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	advance(fake, time.Hour)
+	to := mustSchedule(t, h, noopTask, math.MaxInt64)
+	assert.Equal(t, int64(math.MaxInt64), to.(*timeout).deadline, "clamped, not wrapped into the past")
+	assert.True(t, to.Deadline().After(time.Now().Add(100*365*24*time.Hour)))
+	advance(fake, 10*testTick)
+	assert.False(t, to.IsExpired())
+	assert.Equal(t, int64(1), h.PendingTimeouts())
+}
+
+func TestStopReturnsExactlyTheUnfinishedTimeouts(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	mustSchedule(t, h, noopTask, 0)                      // fires
+	cancelled := mustSchedule(t, h, noopTask, time.Hour) // cancelled in a bucket
+	inBucket := mustSchedule(t, h, noopTask, time.Hour)
+	advance(fake, testTick)
+	cancelled.Cancel()
+	queued := mustSchedule(t, h, noopTask, time.Hour) // never reaches the wheel
+	cancelledQueued := mustSchedule(t, h, noopTask, time.Hour)
+	cancelledQueued.Cancel()
+
+	left := h.Stop()
+	assert.ElementsMatch(t, []Timeout{inBucket, queued}, left)
+	for _, to := range left {
+		assert.True(t, to.IsCancelled())
+	}
+	s := h.Stats()
+	assert.Equal(t, Stats{
+		Scheduled: 5, Expired: 1, Cancelled: 2, ReturnedByStop: 2,
+		Ticks: 1, MaxTickLag: s.MaxTickLag,
+	}, s)
+}
+
+// cancelHook counts Cancelled calls.
+type cancelHook struct {
+	runs, hooks atomic.Int32
+	onCancel    func()
+}
+
+func (c *cancelHook) Run(Timeout) { c.runs.Add(1) }
+func (c *cancelHook) Cancelled(Timeout) {
+	c.hooks.Add(1)
+	if c.onCancel != nil {
+		c.onCancel()
+	}
+}
+
+func TestCancelledHookRunsOnceForEveryProcessedCancel(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	task := &cancelHook{}
+	queued := mustSchedule(t, h, task, time.Hour)
+	queued.Cancel()
+	inBucket := mustSchedule(t, h, task, time.Hour)
+	advance(fake, testTick)
+	inBucket.Cancel()
+	inBucket.Cancel()
+	advance(fake, testTick)
+	assert.Equal(t, int32(2), task.hooks.Load())
+
+	mustSchedule(t, h, task, time.Hour)
+	h.Stop()
+	assert.Equal(t, int32(2), task.hooks.Load(), "timeouts returned by Stop are handed back, not cancelled through the hook")
+	assert.Zero(t, task.runs.Load())
+}
+
+func TestStopFromCancelledHookOnTheWorker(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	pending := mustSchedule(t, h, noopTask, time.Hour)
+	var left []Timeout
+	task := &cancelHook{onCancel: func() { left = h.Stop() }}
+	to := mustSchedule(t, h, task, time.Hour)
+	advance(fake, testTick)
+	to.Cancel()
+	advance(fake, testTick)
+	assert.Equal(t, []Timeout{pending}, left)
+}
+
+func TestStopFromAPoolTask(t *testing.T) {
+	h, err := New(WithTickDuration(time.Millisecond))
+	require.NoError(t, err)
+	pending := mustSchedule(t, h, noopTask, time.Hour)
+	result := make(chan []Timeout)
+	_, err = h.AfterFunc(0, func() { result <- h.Stop() })
+	require.NoError(t, err)
+	assert.Equal(t, []Timeout{pending}, <-result)
+}
+
+func TestPanickingTaskIsRecoveredAndLogged(t *testing.T) {
+	logs, logger := newLogBuffer()
+	h, fake := newFakeTimer(t, WithLogger(logger))
+	mustSchedule(t, h, TaskFunc(func(Timeout) { panic("boom") }), 0)
+	ran := false
+	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 0)
+	hook := &cancelHook{onCancel: func() { panic("hook boom") }}
+	to := mustSchedule(t, h, hook, time.Hour)
+	advance(fake, testTick)
+	assert.True(t, ran, "the worker survived and ran the next task")
+	to.Cancel()
+	advance(fake, testTick)
+	assert.Contains(t, logs.String(), "TimerTask panicked")
+	assert.Contains(t, logs.String(), "panic=boom")
+	assert.Contains(t, logs.String(), "Cancelled hook panicked")
+
+	ran = false
+	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 0)
+	advance(fake, testTick)
+	assert.True(t, ran, "still ticking")
+}
+
+// refusingExecutor refuses every task, or panics.
+type refusingExecutor struct{ panics bool }
+
+func (e refusingExecutor) Execute(func()) error {
+	if e.panics {
+		panic("executor boom")
+	}
+	return errors.New("refused")
+}
+
+func TestExecutorFailureIsCountedAndTheTaskStillRuns(t *testing.T) {
+	for _, exec := range []refusingExecutor{{panics: false}, {panics: true}} {
+		logs, logger := newLogBuffer()
+		h, fake := newFakeTimer(t, WithExecutor(exec), WithLogger(logger))
+		ran := make(chan struct{})
+		mustSchedule(t, h, TaskFunc(func(Timeout) { close(ran) }), 0)
+		advance(fake, testTick)
+		<-ran
+		assert.Equal(t, uint64(1), h.Stats().ExecutorFailures)
+		assert.Contains(t, logs.String(), "executor refused")
+	}
+}
+
+// TestNewTimeoutRacingStopIsNeverLost schedules from many goroutines while
+// Stop runs: every accepted timeout fires or is returned by Stop, and no
+// timeout rejected with ErrStopped ever runs.
+func TestNewTimeoutRacingStopIsNeverLost(t *testing.T) {
+	type scheduled struct {
+		timeout Timeout
+		runs    *atomic.Int32
+	}
+	for round := 0; round < 20; round++ {
+		h, err := New(WithTickDuration(time.Millisecond), WithExecutor(pool.Inline))
+		require.NoError(t, err)
+		const producers = 4
+		var (
+			accepted [producers][]scheduled
+			rejected [producers]*atomic.Int32
+			wg       sync.WaitGroup
+			started  = make(chan struct{}, producers)
+		)
+		for p := 0; p < producers; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := 0; ; i++ {
+					runs := new(atomic.Int32)
+					to, err := h.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { runs.Add(1) })
+					if errors.Is(err, ErrStopped) {
+						rejected[p] = runs
+						return
+					}
+					if !assert.NoError(t, err) {
+						return
+					}
+					accepted[p] = append(accepted[p], scheduled{to, runs})
+					if i == 50 {
+						started <- struct{}{}
+					}
+				}
+			}()
+		}
+		for p := 0; p < producers; p++ {
+			<-started
+		}
+		left := h.Stop() // with Inline, every dispatched task has run when Stop returns
+		wg.Wait()
+		returned := map[Timeout]bool{}
+		for _, to := range left {
+			returned[to] = true
+		}
+		total := 0
+		for p := 0; p < producers; p++ {
+			for _, s := range accepted[p] {
+				fired := s.runs.Load() == 1
+				require.True(t, fired != returned[s.timeout], "each accepted timeout fired once or was returned, not both")
+			}
+			require.Zero(t, rejected[p].Load(), "a rejected timeout never runs")
+			total += len(accepted[p])
+		}
+		s := h.Stats()
+		assert.Equal(t, uint64(total), s.Scheduled)
+		assert.Equal(t, s.Scheduled, s.Expired+s.ReturnedByStop)
+		assert.Equal(t, len(left), int(s.ReturnedByStop))
+	}
+}
+
+// TestConcurrentScheduleAndCancel is the stress test: many goroutines
+// schedule and cancel at once on a real 1ms clock; every timeout ends
+// exactly once, fired or cancelled.
+func TestConcurrentScheduleAndCancel(t *testing.T) {
+	h, err := New(WithTickDuration(time.Millisecond))
+	require.NoError(t, err)
+	const producers, perProducer = 8, 5000
+	type outcome struct{ fired, cancelled atomic.Int32 }
+	outcomes := make([]outcome, producers*perProducer)
+	var ended sync.WaitGroup
+	ended.Add(len(outcomes))
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perProducer; i++ {
+				o := &outcomes[p*perProducer+i]
+				to, err := h.AfterFunc(time.Duration(i%5)*time.Millisecond, func() {
+					o.fired.Add(1)
+					ended.Done()
+				})
+				require.NoError(t, err)
+				if i%2 == 0 {
+					if to.Cancel() {
+						o.cancelled.Add(1)
+						ended.Done()
+					}
+				}
+				if i%100 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	ended.Wait()
+	for i := range outcomes {
+		f, c := outcomes[i].fired.Load(), outcomes[i].cancelled.Load()
+		require.Equal(t, int32(1), f+c, "timeout %d: fired %d, cancelled %d", i, f, c)
+	}
+	assert.Empty(t, h.Stop())
+	s := h.Stats()
+	assert.Equal(t, uint64(len(outcomes)), s.Scheduled)
+	assert.Equal(t, s.Scheduled, s.Expired+s.Cancelled)
+}
+
+func TestStopReleasesEveryGoroutine(t *testing.T) {
+	ignore := goleak.IgnoreCurrent()
+	h, err := New(WithTickDuration(time.Millisecond))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		_, err := h.AfterFunc(time.Millisecond, wg.Done)
+		require.NoError(t, err)
+	}
+	wg.Wait()
+	h.Stop()
+	goleak.VerifyNone(t, ignore)
+}
