@@ -12,8 +12,8 @@ import (
 // worker. Producers pick a shard at random, so that goroutines on different
 // cores rarely write the same queue index; the worker drains them all.
 type shard struct {
-	intake  *mpsc.Queue[*timeout] // new timeouts
-	cancels *mpsc.Queue[*timeout] // cancelled timeouts that are in a bucket
+	intake  *mpsc.Queue[timeout] // new timeouts
+	cancels *mpsc.Queue[timeout] // cancelled timeouts that are in a bucket
 }
 
 // shardsPerCPU spreads producers over enough queues that two running at
@@ -28,7 +28,7 @@ func newShards() []shard {
 	n = 1 << bits.Len(uint(n-1)) // a power of two, for masking
 	shards := make([]shard, n)
 	for i := range shards {
-		shards[i] = shard{intake: mpsc.New[*timeout](), cancels: mpsc.New[*timeout]()}
+		shards[i] = shard{intake: mpsc.New[timeout](), cancels: mpsc.New[timeout]()}
 	}
 	return shards
 }
@@ -60,7 +60,7 @@ func (h *HashedWheelTimer) scheduled() uint64 {
 
 // drain pops every value of a closed queue, waiting for pushes that had
 // claimed their place before it closed.
-func drain(q *mpsc.Queue[*timeout], f func(*timeout)) {
+func drain(q *mpsc.Queue[timeout], f func(*timeout)) {
 	for !q.Empty() {
 		if t, ok := q.Pop(); ok {
 			f(t)

@@ -1,9 +1,13 @@
 // Package mpsc provides an unbounded, lock-free, multi-producer
-// single-consumer FIFO queue.
+// single-consumer FIFO queue of pointers.
 //
 // Any number of goroutines may Push concurrently; exactly one goroutine at a
 // time, the consumer, may call Pop, Empty and Close. Values pushed by one
 // goroutine are popped in the order it pushed them.
+//
+// The queue holds pointers (*T), not values: a slot is then one word that a
+// single atomic store both fills and publishes, and nil marks a slot not yet
+// filled.
 package mpsc
 
 import (
@@ -25,13 +29,6 @@ const closedBit = 1 << 63
 // notClosed marks closedAt before Close has recorded the final count.
 const notClosed = ^uint64(0)
 
-// slot holds one value. ready is set, with release semantics, after value
-// has been written, so the consumer never reads a half-written value.
-type slot[T any] struct {
-	ready atomic.Bool
-	value T
-}
-
 // chunk is a fixed array of slots covering indexes [base, base+chunkSize).
 // Chunks are linked forward as the producer index grows and are never
 // reused, so a producer holding a stale chunk pointer can always walk
@@ -39,14 +36,14 @@ type slot[T any] struct {
 type chunk[T any] struct {
 	base  uint64
 	next  atomic.Pointer[chunk[T]]
-	slots [chunkSize]slot[T]
+	slots [chunkSize]atomic.Pointer[T] // nil until its producer stores it
 }
 
 // Queue is an unbounded MPSC FIFO queue. The zero value is not usable; call
 // New.
 //
 // Push costs one atomic add and one atomic store, and one chunk allocation
-// per chunkSize pushes. A producer never waits for the consumer. It waits for
+// (8 bytes a slot) per chunkSize pushes. A producer never waits for the consumer. It waits for
 // another producer only in one case: when it crosses into a chunk whose
 // allocation was claimed by a producer that was suspended before linking
 // it, which is a window of a few instructions.
@@ -77,9 +74,12 @@ func New[T any]() *Queue[T] {
 }
 
 // Push appends v to the queue and reports whether it was accepted. It
-// returns false only after Close, and then v will never be popped. Push is
-// safe for concurrent use by any number of goroutines.
-func (q *Queue[T]) Push(v T) bool {
+// returns false after Close, and for a nil v; a refused v is never popped.
+// Push is safe for concurrent use by any number of goroutines.
+func (q *Queue[T]) Push(v *T) bool {
+	if v == nil {
+		return false
+	}
 	// Load the chunk before claiming the index: the chunk was published
 	// after its base was claimed, so the index claimed below lies in it or
 	// in a later chunk, never an earlier one.
@@ -97,9 +97,7 @@ func (q *Queue[T]) Push(v T) bool {
 		// so it is usually in place long before anyone needs it.
 		c.next.Store(&chunk[T]{base: c.base + chunkSize})
 	}
-	s := &c.slots[off]
-	s.value = v
-	s.ready.Store(true)
+	c.slots[off].Store(v)
 	return true
 }
 
@@ -119,23 +117,23 @@ func (q *Queue[T]) nextChunk(c *chunk[T]) *chunk[T] {
 // false when the queue is empty or when the next value's Push has claimed
 // its place but not finished writing it; a later Pop returns it. Only the
 // consumer may call Pop.
-func (q *Queue[T]) Pop() (T, bool) {
-	var zero T
+func (q *Queue[T]) Pop() (*T, bool) {
 	c := q.headChunk
 	off := q.head - c.base
 	if off == chunkSize {
 		n := c.next.Load()
 		if n == nil {
-			return zero, false
+			return nil, false
 		}
 		q.headChunk, c, off = n, n, 0
 	}
-	s := &c.slots[off]
-	if !s.ready.Load() {
-		return zero, false
+	v := c.slots[off].Load()
+	if v == nil {
+		return nil, false
 	}
-	v := s.value
-	s.value = zero // let the value be collected even if a producer still holds this chunk
+	// Let the value be collected even if a slow producer still holds the
+	// chunk.
+	c.slots[off].Store(nil)
 	q.head++
 	return v, true
 }

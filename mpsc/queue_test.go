@@ -1,0 +1,173 @@
+package mpsc
+
+import (
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func popAll[T any](q *Queue[T]) []T {
+	var out []T
+	for {
+		v, ok := q.Pop()
+		if !ok {
+			return out
+		}
+		out = append(out, *v)
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestFIFOAcrossChunks(t *testing.T) {
+	q := New[int]()
+	assert.True(t, q.Empty())
+	_, ok := q.Pop()
+	assert.False(t, ok)
+	const n = 5*chunkSize + 3
+	for i := 0; i < n; i++ {
+		require.True(t, q.Push(ptr(i)))
+		if i%7 == 6 { // interleave pops with pushes
+			v, ok := q.Pop()
+			require.True(t, ok)
+			require.Equal(t, i-6-(i/7)*6, *v)
+		}
+	}
+	assert.Equal(t, uint64(n), q.Pushed())
+	rest := popAll(q)
+	require.Len(t, rest, n-n/7)
+	for i := 1; i < len(rest); i++ {
+		require.Less(t, rest[i-1], rest[i])
+	}
+	assert.Equal(t, n-1, rest[len(rest)-1])
+	assert.True(t, q.Empty())
+}
+
+// TestManyProducers pushes from many goroutines while the consumer pops:
+// nothing is lost or duplicated, and each producer's values come out in the
+// order it pushed them.
+func TestManyProducers(t *testing.T) {
+	const producers, perProducer = 8, 20_000
+	type item struct{ producer, seq int }
+	q := New[item]()
+	var wg sync.WaitGroup
+	for p := 0; p < producers; p++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < perProducer; i++ {
+				q.Push(&item{p, i})
+				if i%1000 == 0 {
+					runtime.Gosched()
+				}
+			}
+		}()
+	}
+	next := make([]int, producers)
+	for got := 0; got < producers*perProducer; {
+		v, ok := q.Pop()
+		if !ok {
+			runtime.Gosched()
+			continue
+		}
+		require.Equal(t, next[v.producer], v.seq, "producer %d out of order", v.producer)
+		next[v.producer]++
+		got++
+	}
+	wg.Wait()
+	assert.True(t, q.Empty())
+	_, ok := q.Pop()
+	assert.False(t, ok, "nothing extra")
+	assert.Equal(t, uint64(producers*perProducer), q.Pushed())
+}
+
+func TestCloseRejectsLaterPushes(t *testing.T) {
+	q := New[string]()
+	require.True(t, q.Push(ptr("a")))
+	assert.False(t, q.Push(nil), "nil is refused")
+	q.Close()
+	q.Close() // no effect
+	assert.False(t, q.Push(ptr("b")))
+	assert.False(t, q.Empty(), "a is still there")
+	assert.Equal(t, uint64(1), q.Pushed(), "failed pushes are not counted")
+	assert.Equal(t, []string{"a"}, popAll(q))
+	assert.True(t, q.Empty())
+}
+
+// TestCloseRacingPushes closes the queue while producers push: every push
+// that reported success is delivered, and no other.
+func TestCloseRacingPushes(t *testing.T) {
+	for round := 0; round < 50; round++ {
+		q := New[int]()
+		const producers = 4
+		accepted := make([][]int, producers)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for p := 0; p < producers; p++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				for i := p; ; i += producers {
+					if !q.Push(ptr(i)) {
+						return
+					}
+					accepted[p] = append(accepted[p], i)
+				}
+			}()
+		}
+		close(start)
+		var popped []int
+		for len(popped) < 1000 {
+			if v, ok := q.Pop(); ok {
+				popped = append(popped, *v)
+			}
+		}
+		q.Close()
+		for !q.Empty() { // drain, waiting for pushes in progress
+			if v, ok := q.Pop(); ok {
+				popped = append(popped, *v)
+			} else {
+				runtime.Gosched()
+			}
+		}
+		wg.Wait()
+		var want []int
+		for _, a := range accepted {
+			want = append(want, a...)
+		}
+		slices.Sort(want)
+		slices.Sort(popped)
+		require.Equal(t, want, popped)
+		require.Equal(t, uint64(len(want)), q.Pushed())
+		_, ok := q.Pop()
+		require.False(t, ok)
+	}
+}
+
+func TestPopReleasesValues(t *testing.T) {
+	q := New[int]()
+	v := new(int)
+	q.Push(v)
+	got, ok := q.Pop()
+	require.True(t, ok)
+	require.Same(t, v, got)
+	assert.Nil(t, q.headChunk.slots[0].Load(), "the slot no longer holds the value")
+}
+
+func TestPushAllocatesOnlyPerChunk(t *testing.T) {
+	q := New[int]()
+	v := new(int)
+	allocs := testing.AllocsPerRun(chunkSize*10, func() {
+		q.Push(v)
+		q.Pop()
+	})
+	assert.LessOrEqual(t, allocs, 2.0/chunkSize*2, "one chunk per chunkSize pushes")
+}
