@@ -1,0 +1,127 @@
+package pool
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+)
+
+// The ants package starts a default pool when imported; its goroutines are
+// not ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
+
+func TestInlineRunsOnTheCaller(t *testing.T) {
+	ran := false
+	require.NoError(t, Inline.Execute(func() { ran = true }))
+	assert.True(t, ran, "ran before Execute returned")
+}
+
+func TestNewAntsValidatesSize(t *testing.T) {
+	_, err := NewAnts(-1)
+	assert.ErrorContains(t, err, "NewAnts(-1)")
+	a, err := NewAnts(0)
+	require.NoError(t, err)
+	defer a.Release()
+	assert.Equal(t, DefaultSize, a.pool.Cap())
+}
+
+func TestAntsRunsEveryTask(t *testing.T) {
+	a, err := NewAnts(4)
+	require.NoError(t, err)
+	defer a.Release()
+	var wg sync.WaitGroup
+	var ran atomic.Int32
+	for i := 0; i < 1000; i++ {
+		wg.Add(1)
+		require.NoError(t, a.Execute(func() { ran.Add(1); wg.Done() }))
+	}
+	wg.Wait()
+	assert.Equal(t, int32(1000), ran.Load())
+}
+
+// TestAntsSaturatedNeverBlocksNorDrops fills a one-goroutine pool with a
+// blocked task: Execute keeps returning at once, and the backlog runs in
+// order once the pool frees up.
+func TestAntsSaturatedNeverBlocksNorDrops(t *testing.T) {
+	a, err := NewAnts(1)
+	require.NoError(t, err)
+	defer a.Release()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(started); <-release }))
+	<-started
+
+	var order []int
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		require.NoError(t, a.Execute(func() {
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			wg.Done()
+		}), "Execute must not fail or block when saturated")
+	}
+	close(release)
+	wg.Wait()
+	require.Len(t, order, 100)
+	// While the backlog existed every task queued behind it, so all ran in
+	// the backlog, in order.
+	for i := range order {
+		assert.Equal(t, i, order[i])
+	}
+}
+
+func TestAntsBacklogSurvivesAPanic(t *testing.T) {
+	a, err := NewAnts(1)
+	require.NoError(t, err)
+	defer a.Release()
+	release := make(chan struct{})
+	started := make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(started); <-release }))
+	<-started
+	done := make(chan struct{})
+	require.NoError(t, a.Execute(func() { panic("boom") }))
+	require.NoError(t, a.Execute(func() { close(done) }))
+	assert.Equal(t, 2, a.Backlog())
+	close(release)
+	<-done
+}
+
+func TestAntsReleaseRefusesNewTasksButRunsAccepted(t *testing.T) {
+	a, err := NewAnts(1)
+	require.NoError(t, err)
+	release := make(chan struct{})
+	started := make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(started); <-release }))
+	<-started
+	done := make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(done) })) // in the backlog
+	a.Release()
+	a.Release() // idempotent
+	assert.ErrorIs(t, a.Execute(func() {}), ErrClosed)
+	close(release)
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("an accepted task was dropped by Release")
+	}
+}
+
+func TestAntsRefusesNil(t *testing.T) {
+	a, err := NewAnts(1)
+	require.NoError(t, err)
+	defer a.Release()
+	assert.Error(t, a.Execute(nil))
+}
