@@ -157,7 +157,7 @@ func (w *worker) sleepUntilWoken() {
 func (w *worker) shutdown() []Timeout {
 	h := w.timer
 	w.stopped = true
-	var result []Timeout
+	result := make([]Timeout, 0, w.wheel.size)
 	stop := func(t *timeout) {
 		if t.cancelForStop() {
 			result = append(result, t)
