@@ -46,13 +46,13 @@ func TestWheelBucketAndRounds(t *testing.T) {
 		bucket   uint32
 		rounds   int64
 	}{
-		{deadline: 5 * wheelTick, bucket: 5, rounds: 0},           // due this tick
+		{deadline: 5 * wheelTick, bucket: 5, rounds: 0},               // due this tick
 		{deadline: 5*wheelTick + wheelTick - 1, bucket: 5, rounds: 0}, // end of this tick
 		{deadline: 6 * wheelTick, bucket: 6, rounds: 0},
 		{deadline: 12 * wheelTick, bucket: 4, rounds: 0}, // wraps into an earlier bucket
 		{deadline: 13 * wheelTick, bucket: 5, rounds: 1}, // one turn away: current bucket
 		{deadline: 30 * wheelTick, bucket: 6, rounds: 3},
-		{deadline: 0, bucket: 5, rounds: 0},              // in the past: current tick
+		{deadline: 0, bucket: 5, rounds: 0}, // in the past: current tick
 		{deadline: -100 * wheelTick, bucket: 5, rounds: -13},
 	}
 	for _, c := range cases {

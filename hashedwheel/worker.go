@@ -11,6 +11,12 @@ import (
 // rest wait for the following ticks (Netty's 100 000).
 const maxTransfersPerTick = 100_000
 
+// maxDiscardsPerTick bounds the timeouts cancelled while queued that one
+// tick drops. Netty counts them against the transfer limit, so schedule and
+// cancel churn faster than 100 000 per tick piled up in the queue; dropping
+// one costs far less than placing one, so they get a limit of their own.
+const maxDiscardsPerTick = 10 * maxTransfersPerTick
+
 // worker is the goroutine that owns the wheel. Everything here but the
 // timer's atomics is touched by the worker alone.
 type worker struct {
@@ -111,21 +117,24 @@ func (w *worker) processCancellations() {
 }
 
 // transfer moves queued timeouts into the wheel, at most
-// maxTransfersPerTick of them, starting from a different shard each tick.
+// maxTransfersPerTick of them, and drops those cancelled while queued, at
+// most maxDiscardsPerTick, starting from a different shard each tick.
 func (w *worker) transfer() {
 	h := w.timer
-	budget := maxTransfersPerTick
-	for i := 0; i < len(h.shards) && budget > 0; i++ {
+	transfers, discards := maxTransfersPerTick, maxDiscardsPerTick
+	for i := 0; i < len(h.shards) && transfers > 0 && discards > 0; i++ {
 		q := h.shards[(w.nextShard+i)&int(h.shardMask)].intake
-		for ; budget > 0; budget-- {
+		for transfers > 0 && discards > 0 {
 			t, ok := q.Pop()
 			if !ok {
 				break
 			}
 			if t.take() {
 				w.wheel.schedule(t)
+				transfers--
 			} else { // cancelled while queued
 				h.finishCancel(t)
+				discards--
 			}
 		}
 	}

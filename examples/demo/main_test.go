@@ -1,0 +1,174 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/hashedwheel"
+)
+
+// smallConfig is a workload that finishes in well under a second.
+func smallConfig() config {
+	cfg := defaultConfig()
+	cfg.N = 20_000
+	cfg.MinDelay = 100 * time.Millisecond
+	cfg.MaxDelay = 300 * time.Millisecond
+	cfg.Tick = 5 * time.Millisecond
+	cfg.Progress = 50 * time.Millisecond
+	return cfg
+}
+
+func TestRunPrintsSummary(t *testing.T) {
+	var out bytes.Buffer
+	if err := run(context.Background(), smallConfig(), &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	for _, want := range []string{
+		"Scheduling 20,000 timeouts",
+		"hashedwheel", "time.AfterFunc",
+		"schedule rate", "cancel rate", "memory per pending timeout",
+		"firing lateness p50", "firing lateness p99", "firing lateness max",
+		"hashedwheel.Stats: scheduled 20,000",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	early := lineWith(got, "fired early")
+	if strings.Count(early, "none") != 2 {
+		t.Errorf("fired early line = %q, want none for both timers", early)
+	}
+	// Not a terminal: progress lines end in newlines, never in \r, and fit
+	// an 80-column terminal.
+	if strings.Contains(got, "\r") {
+		t.Error("output to a non-terminal contains \\r")
+	}
+	for _, l := range strings.Split(got, "\n") {
+		if strings.HasPrefix(l, "wheel ") || strings.HasPrefix(l, "AfterFunc ") {
+			if n := len([]rune(l)); n >= 80 {
+				t.Errorf("progress line of %d columns: %q", n, l)
+			}
+		}
+	}
+	if t.Failed() {
+		t.Log(got)
+	}
+}
+
+func TestRunTerminalRewritesOneLine(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Compare = false
+	cfg.TTY = true
+	cfg.Progress = 10 * time.Millisecond
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	progress := lineWith(got, "\rwheel")
+	if strings.Count(progress, "\r") < 2 {
+		t.Fatalf("want one line rewritten with \\r several times, got %q", progress)
+	}
+	if strings.Contains(got, "time.AfterFunc") {
+		t.Error("-compare=false still ran time.AfterFunc")
+	}
+}
+
+func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
+	cfg := smallConfig()
+	cfg.N = 5000
+	cfg.CancelFrac = 0.5
+	w := newWorkload(cfg)
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(cfg.Tick))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timer.Stop()
+	var out bytes.Buffer
+	r, err := runBackend(context.Background(), cfg, w, &out, backend[hashedwheel.Timeout]{
+		name: "hashedwheel", label: "wheel", schedule: timer.AfterFunc, cancel: hashedwheel.Timeout.Cancel,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.fired+r.cancelled != int64(cfg.N) {
+		t.Errorf("fired %d + cancelled %d != %d", r.fired, r.cancelled, cfg.N)
+	}
+	if r.cancelled > int64(w.toStop) || r.fired < int64(cfg.N-w.toStop) {
+		t.Errorf("cancelled %d of %d chosen; fired %d", r.cancelled, w.toStop, r.fired)
+	}
+	if r.early != 0 {
+		t.Errorf("%d timeouts fired early", r.early)
+	}
+	if !(0 <= r.p50 && r.p50 <= r.p99 && r.p99 <= r.max) {
+		t.Errorf("lateness p50 %v, p99 %v, max %v: not ordered", r.p50, r.p99, r.max)
+	}
+	if r.bytesPerPending <= 0 {
+		t.Errorf("memory per pending timeout = %v", r.bytesPerPending)
+	}
+	s := timer.Stats()
+	if s.Scheduled != uint64(cfg.N) || s.Expired != uint64(r.fired) {
+		t.Errorf("timer Stats %+v; run counted %d fired", s, r.fired)
+	}
+}
+
+func TestRunStopsWithContext(t *testing.T) {
+	cfg := smallConfig()
+	cfg.N = 1000
+	cfg.MinDelay, cfg.MaxDelay = time.Hour, 2*time.Hour
+	cfg.CancelFrac = 0
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	var out bytes.Buffer
+	if err := run(ctx, cfg, &out); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run with a cancelled context: err = %v, want context.Canceled", err)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	for _, mod := range []func(*config){
+		func(c *config) { c.N = 0 },
+		func(c *config) { c.CancelFrac = 1.5 },
+		func(c *config) { c.MinDelay, c.MaxDelay = 2*time.Second, time.Second },
+		func(c *config) { c.Producers = 0 },
+	} {
+		cfg := defaultConfig()
+		mod(&cfg)
+		if err := run(context.Background(), cfg, &bytes.Buffer{}); err == nil {
+			t.Errorf("run accepted %+v", cfg)
+		}
+	}
+}
+
+func TestFormatting(t *testing.T) {
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1.00k", 98_312: "98.3k", 1_000_000: "1.00M"} {
+		if got := si(n); got != want {
+			t.Errorf("si(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1,000", 1_000_000: "1,000,000", -12345: "-12,345"} {
+		if got := commas(n); got != want {
+			t.Errorf("commas(%d) = %q, want %q", n, got, want)
+		}
+	}
+	for d, want := range map[time.Duration]string{1500 * time.Microsecond: "1.50ms", 11 * time.Millisecond: "11.0ms", 517 * time.Microsecond: "517µs"} {
+		if got := fmtDur(d); got != want {
+			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// lineWith returns the first line of s containing sub.
+func lineWith(s, sub string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			return l
+		}
+	}
+	return ""
+}

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/hashedwheel"
+)
+
+func TestMetricsRun(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Duration = 300 * time.Millisecond
+	cfg.Rate = 5000
+	cfg.MaxDelay = 100 * time.Millisecond
+	cfg.Every = 100 * time.Millisecond
+	cfg.Tick = 5 * time.Millisecond
+	// Run twice: the expvar variable is published once and follows the
+	// current timer.
+	for i := range 2 {
+		var out bytes.Buffer
+		if err := run(context.Background(), cfg, &out); err != nil {
+			t.Fatalf("run %d: %v\n%s", i, err, out.String())
+		}
+		got := out.String()
+		for _, want := range []string{"/debug/vars", `"scheduled_total"`, `"max_tick_lag_seconds"`, "pending ", "ok: scheduled_total ="} {
+			if !strings.Contains(got, want) {
+				t.Errorf("run %d: output lacks %q:\n%s", i, want, got)
+			}
+		}
+	}
+}
+
+func TestMetricsRejections(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Duration = 200 * time.Millisecond
+	cfg.Rate = 5000
+	cfg.Cancel = 0
+	cfg.MaxDelay = time.Hour // nothing fires: the limit is reached at once
+	cfg.MaxPending = 100
+	cfg.Every = time.Hour
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), `"returned_by_stop_total": 100`) {
+		t.Errorf("want the 100 pending timeouts returned by Stop:\n%s", out.String())
+	}
+	m := regexp.MustCompile(`"rejected_full_total": (\d+)`).FindStringSubmatch(out.String())
+	if m == nil || m[1] == "0" {
+		t.Errorf("want rejections at the limit:\n%s", out.String())
+	}
+}
+
+func TestStatsVars(t *testing.T) {
+	s := hashedwheel.Stats{Pending: 1, Scheduled: 10, Expired: 4, Cancelled: 3, ReturnedByStop: 2,
+		RejectedFull: 5, RejectedStopped: 6, ExecutorFailures: 7, Ticks: 8, MaxTickLag: 1500 * time.Millisecond}
+	b, err := json.Marshal(statsVars(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v map[string]float64
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"pending_timeouts": 1, "scheduled_total": 10, "expired_total": 4, "cancelled_total": 3,
+		"returned_by_stop_total": 2, "rejected_full_total": 5, "rejected_stopped_total": 6,
+		"executor_failures_total": 7, "ticks_total": 8, "max_tick_lag_seconds": 1.5}
+	for k, w := range want {
+		if v[k] != w {
+			t.Errorf("%s = %v, want %v", k, v[k], w)
+		}
+	}
+	if len(v) != len(want) {
+		t.Errorf("%d variables, want %d: %v", len(v), len(want), v)
+	}
+	if err := checkVars(v, 2); err != nil {
+		t.Errorf("checkVars of a balanced snapshot: %v", err)
+	}
+	v["expired_total"]++
+	if checkVars(v, 2) == nil {
+		t.Error("checkVars accepted counters that do not add up")
+	}
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/hashedwheel"
+)
+
+func TestBackoffDelay(t *testing.T) {
+	b := Backoff{Base: 10 * time.Millisecond, Max: 50 * time.Millisecond, Factor: 2, Jitter: 0.5}
+	for _, c := range []struct {
+		n    int
+		r    float64
+		want time.Duration
+	}{
+		{1, 0, 10 * time.Millisecond},
+		{2, 0, 20 * time.Millisecond},
+		{3, 0, 40 * time.Millisecond},
+		{4, 0, 50 * time.Millisecond}, // capped
+		{9, 0, 50 * time.Millisecond},
+		{1, 0.5, 7500 * time.Microsecond},
+		{3, 1, 20 * time.Millisecond}, // the most jitter takes off half
+	} {
+		if got := b.Delay(c.n, c.r); got != c.want {
+			t.Errorf("Delay(%d, %v) = %v, want %v", c.n, c.r, got, c.want)
+		}
+	}
+}
+
+func TestRetryRun(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Jobs = 200
+	cfg.Backoff.Base = 2 * time.Millisecond
+	cfg.Backoff.Max = 20 * time.Millisecond
+	r, err := run(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.check(cfg); err != nil {
+		t.Fatal(err)
+	}
+	ok, retries := 0, 0
+	for _, n := range r.SucceededAt {
+		ok += n
+	}
+	for _, res := range r.Results {
+		retries += res.Attempts - 1
+	}
+	if ok+r.GaveUp != cfg.Jobs || r.Stopped != 0 {
+		t.Fatalf("%d succeeded + %d gave up, %d stopped; want %d jobs", ok, r.GaveUp, r.Stopped, cfg.Jobs)
+	}
+	if r.SucceededAt[1] == 0 || r.GaveUp == 0 {
+		t.Fatalf("want some first-time successes and some give-ups at -fail %v: %v, %d", cfg.Fail, r.SucceededAt, r.GaveUp)
+	}
+	if s := r.Stats; s.Scheduled != uint64(retries) || s.Expired != uint64(retries) {
+		t.Fatalf("timer stats %+v: want %d retries scheduled and run", s, retries)
+	}
+	var out bytes.Buffer
+	r.print(&out, cfg)
+	if !strings.Contains(out.String(), "ok: every job succeeded or gave up at the right attempt") {
+		t.Errorf("report:\n%s", out.String())
+	}
+}
+
+func TestRetryStop(t *testing.T) {
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer timer.Stop()
+	b := Backoff{Base: time.Hour, Max: time.Hour, Factor: 2, MaxAttempts: 3}
+	done := make(chan Result, 2)
+	calls := 0
+	j := Retry(timer, b, rand.New(rand.NewPCG(1, 1)), func(int) error {
+		calls++
+		return errUnavailable
+	}, func(r Result) { done <- r })
+
+	// The first attempt failed on this goroutine; the retry waits an hour.
+	if calls != 1 || j.pending == nil {
+		t.Fatalf("after Retry: %d calls, pending retry %v", calls, j.pending)
+	}
+	pending := j.pending
+	if !j.Stop() {
+		t.Fatal("Stop of a waiting job returned false")
+	}
+	if j.Stop() {
+		t.Fatal("second Stop returned true")
+	}
+	if !pending.IsCancelled() {
+		t.Fatal("Stop did not cancel the scheduled retry")
+	}
+	r := <-done
+	if !errors.Is(r.Err, ErrStopped) || r.Attempts != 1 {
+		t.Fatalf("result %+v, want ErrStopped after 1 attempt", r)
+	}
+	select {
+	case r := <-done:
+		t.Fatalf("done called twice; second time with %+v", r)
+	default:
+	}
+}
+
+func TestRetryTimerStopped(t *testing.T) {
+	timer, err := hashedwheel.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	timer.Stop()
+	done := make(chan Result, 1)
+	Retry(timer, Backoff{Base: time.Millisecond, Max: time.Millisecond, Factor: 2, MaxAttempts: 3},
+		rand.New(rand.NewPCG(1, 1)), func(int) error { return errUnavailable }, func(r Result) { done <- r })
+	r := <-done
+	if !errors.Is(r.Err, errUnavailable) || !errors.Is(r.Err, hashedwheel.ErrStopped) || r.Attempts != 1 {
+		t.Fatalf("result %+v: want the call's error and ErrStopped after 1 attempt", r)
+	}
+}
+
+func TestRetryRunStopsWithContext(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Jobs = 50
+	cfg.Fail = 0.9
+	cfg.Backoff.Base, cfg.Backoff.Max = time.Hour, time.Hour
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	r, err := run(ctx, cfg)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err = %v, want context.DeadlineExceeded", err)
+	}
+	stopped := 0
+	for _, res := range r.Results {
+		if errors.Is(res.Err, ErrStopped) {
+			stopped++
+		}
+	}
+	if stopped == 0 {
+		t.Fatal("no job was stopped")
+	}
+}
