@@ -1,8 +1,10 @@
 package hashedwheel
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
+	"slices"
 )
 
 // maxBatch bounds the tasks handed to the executor in one call. A tick
@@ -32,9 +34,13 @@ func (b batch) run() {
 }
 
 // dispatch hands the tick's expired timeouts to the executor. With
-// pool.Inline they run here, on the worker goroutine, one after another.
+// pool.Inline they run here, on the worker goroutine, one after another in
+// deadline order: producers reach the worker through several queues, so
+// the order in which they arrived says nothing. A pool runs them in
+// parallel, in no order, so they are not sorted for it.
 func (w *worker) dispatch(due []*timeout) {
 	if w.inline {
+		slices.SortStableFunc(due, func(a, b *timeout) int { return cmp.Compare(a.deadline, b.deadline) })
 		batch(due).run()
 		return
 	}

@@ -88,11 +88,13 @@ func (w *wheel) tickEnd() int64 {
 	return (w.tick + 1) * w.tickDuration
 }
 
-// skipTo moves an empty wheel to the tick that covers now, so that a worker
-// waking from idleness does not replay the ticks it slept through.
+// skipTo moves an empty wheel to the tick before the one that covers now,
+// so that a worker waking from idleness does not replay the ticks it slept
+// through. The tick before has ended: processed at once, it fires without
+// delay a timeout that came due while the worker was being woken.
 func (w *wheel) skipTo(now int64) {
 	if w.size == 0 {
-		w.tick = max(w.tick, now/w.tickDuration)
+		w.tick = max(w.tick, now/w.tickDuration-1)
 	}
 }
 

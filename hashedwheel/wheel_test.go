@@ -141,12 +141,12 @@ func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 func TestWheelSkipToOnlyMovesAnEmptyWheel(t *testing.T) {
 	w := newWheel(4, wheelTick)
 	w.skipTo(10*wheelTick + 5)
-	assert.Equal(t, int64(10), w.tick)
+	assert.Equal(t, int64(9), w.tick, "the tick before now's, which has ended")
 	w.skipTo(3 * wheelTick)
-	assert.Equal(t, int64(10), w.tick, "never backwards")
+	assert.Equal(t, int64(9), w.tick, "never backwards")
 	w.schedule(newTestTimeout(20 * wheelTick))
 	w.skipTo(50 * wheelTick)
-	assert.Equal(t, int64(10), w.tick, "a wheel holding timeouts replays every tick")
+	assert.Equal(t, int64(9), w.tick, "a wheel holding timeouts replays every tick")
 }
 
 func TestWheelTickEndSaturates(t *testing.T) {
@@ -196,6 +196,23 @@ func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
 	assert.Equal(t, uint64(10), stats.Ticks)
 	assert.Equal(t, 9*testTick, stats.MaxTickLag, "tick 0 was processed nine ticks late")
 	assert.Equal(t, int64(11)*int64(testTick), fake.SleepingUntil(), "back on schedule: sleeping until the end of tick 10")
+}
+
+// TestInlineTasksOfATickRunInDeadlineOrder: timeouts reach the worker
+// through several queues, in no particular order; with pool.Inline the
+// tasks of one tick still run in deadline order.
+func TestInlineTasksOfATickRunInDeadlineOrder(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	var order []int
+	for i := 0; i < 200; i++ {
+		mustSchedule(t, h, TaskFunc(func(Timeout) { order = append(order, i) }), testTick/2)
+		fake.Advance(testTick / 400) // distinct deadlines, all in tick 0
+	}
+	advance(fake, testTick)
+	require.Len(t, order, 200)
+	for i := range order {
+		require.Equal(t, i, order[i])
+	}
 }
 
 func TestTransferIsCappedPerTick(t *testing.T) {

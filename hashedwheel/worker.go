@@ -55,7 +55,7 @@ func (w *worker) run() {
 		now := h.clock.Now() - h.startNanos
 		end := w.wheel.tickEnd()
 		if now < end {
-			h.sleeper.Sleep(h.startNanos + end)
+			h.sleeper.Sleep(instant(h.startNanos, end))
 			continue
 		}
 		// Tick ends are absolute, so lateness never accumulates: a late
@@ -139,6 +139,16 @@ func (w *worker) transfer() {
 		}
 	}
 	w.nextShard++
+}
+
+// instant returns the clock reading at offset after start, saturating at
+// clock.Forever instead of overflowing (a tick can be long enough that its
+// end lies beyond the clock's range).
+func instant(start, offset int64) int64 {
+	if offset > clock.Forever-start {
+		return clock.Forever
+	}
+	return start + offset
 }
 
 // sleepUntilWoken parks the worker while there is nothing to do, instead
