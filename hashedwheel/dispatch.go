@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync/atomic"
 )
 
 // maxBatch bounds the tasks handed to the executor in one call. A tick
@@ -25,10 +26,23 @@ func batchSize(n int) int {
 }
 
 // batch is a run of expired timeouts handed to the executor as one task.
-type batch []*timeout
+// It runs at most once: if the executor fails in a way that leaves unclear
+// whether it ran the batch (a panic), the fallback that runs it again is a
+// no-op when it did.
+type batch struct {
+	timeouts []*timeout
+	claimed  atomic.Bool
+}
 
-func (b batch) run() {
-	for _, t := range b {
+func (b *batch) run() {
+	if b.claimed.CompareAndSwap(false, true) {
+		runAll(b.timeouts)
+	}
+}
+
+// runAll runs the tasks of due timeouts, one after another.
+func runAll(due []*timeout) {
+	for _, t := range due {
 		t.run()
 	}
 }
@@ -41,14 +55,13 @@ func (b batch) run() {
 func (w *worker) dispatch(due []*timeout) {
 	if w.inline {
 		slices.SortStableFunc(due, func(a, b *timeout) int { return cmp.Compare(a.deadline, b.deadline) })
-		batch(due).run()
+		runAll(due)
 		return
 	}
 	size := batchSize(len(due))
 	for len(due) > 0 {
 		n := min(size, len(due))
-		b := make(batch, n)
-		copy(b, due[:n])
+		b := &batch{timeouts: slices.Clone(due[:n])}
 		due = due[n:]
 		w.execute(b)
 	}
@@ -56,13 +69,13 @@ func (w *worker) dispatch(due []*timeout) {
 
 // execute hands one batch to the executor. If the executor refuses it, or
 // panics, the batch runs on a goroutine of its own: an expired task is
-// never lost.
-func (w *worker) execute(b batch) {
+// never lost, and never run twice.
+func (w *worker) execute(b *batch) {
 	h := w.timer
 	if err := safeExecute(h.executor, b.run); err != nil {
 		h.counters.executorFailures.Add(1)
 		h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
-			"tasks", len(b), "error", err)
+			"tasks", len(b.timeouts), "error", err)
 		go b.run()
 	}
 }

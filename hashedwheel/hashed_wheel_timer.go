@@ -30,7 +30,8 @@ type HashedWheelTimer struct {
 	// Read by every NewTimeout; written only at start and stop, or, for
 	// idle, when the worker falls asleep with nothing to do.
 	state      atomic.Int32
-	idle       atomic.Bool // the worker sleeps until woken: producers must wake it
+	idle       atomic.Bool  // the worker sleeps until woken: producers must wake it
+	wokenAt    atomic.Int64 // when the timeout that woke the worker was made
 	clock      clock.Clock
 	startNanos int64     // clock reading at start
 	startTime  time.Time // the same instant, for Deadline
@@ -139,7 +140,8 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 		h.counters.rejectedFull.Add(1)
 		return nil, tooManyPending(h.maxPending)
 	}
-	t := &timeout{timer: h, task: task, deadline: h.deadline(delay)}
+	now := h.clock.Now() - h.startNanos
+	t := &timeout{timer: h, task: task, deadline: deadline(now, delay)}
 	if !h.pickShard().intake.Push(t) {
 		// Stop closed the intake first: the timeout was never accepted.
 		if h.maxPending > 0 {
@@ -149,7 +151,7 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 		return nil, ErrStopped
 	}
 	if h.idle.Load() {
-		h.wakeWorker()
+		h.wakeWorker(now)
 	}
 	return t, nil
 }
@@ -170,10 +172,10 @@ type funcTask func()
 
 func (f funcTask) Run(Timeout) { f() }
 
-// deadline returns the deadline of a timeout made now with delay, in
+// deadline returns the deadline of a timeout made at now with delay, in
 // nanoseconds after the start, clamped instead of overflowing.
-func (h *HashedWheelTimer) deadline(delay time.Duration) int64 {
-	d := h.clock.Now() - h.startNanos + int64(delay)
+func deadline(now int64, delay time.Duration) int64 {
+	d := now + int64(delay)
 	if delay > 0 && d < 0 {
 		return math.MaxInt64
 	}
@@ -193,9 +195,11 @@ func (h *HashedWheelTimer) admit() bool {
 	}
 }
 
-// wakeWorker wakes the worker from idleness, once.
-func (h *HashedWheelTimer) wakeWorker() {
+// wakeWorker wakes the worker from idleness, once, telling it when the
+// timeout that woke it was made (now, in nanoseconds after the start).
+func (h *HashedWheelTimer) wakeWorker(now int64) {
 	if h.idle.CompareAndSwap(true, false) {
+		h.wokenAt.Store(now)
 		h.sleeper.Wake()
 	}
 }

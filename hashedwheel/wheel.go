@@ -82,19 +82,17 @@ func (w *wheel) advance() { w.tick++ }
 // tickEnd returns the instant, in nanoseconds after the start, at which the
 // current tick may be expired.
 func (w *wheel) tickEnd() int64 {
-	if w.tick >= math.MaxInt64/w.tickDuration-1 {
+	if w.tick >= math.MaxInt64/w.tickDuration { // (tick+1)·tickDuration overflows
 		return math.MaxInt64
 	}
 	return (w.tick + 1) * w.tickDuration
 }
 
-// skipTo moves an empty wheel to the tick before the one that covers now,
-// so that a worker waking from idleness does not replay the ticks it slept
-// through. The tick before has ended: processed at once, it fires without
-// delay a timeout that came due while the worker was being woken.
-func (w *wheel) skipTo(now int64) {
+// skipTo moves an empty wheel to the tick that covers instant, so that a
+// worker waking from idleness does not replay the ticks it slept through.
+func (w *wheel) skipTo(instant int64) {
 	if w.size == 0 {
-		w.tick = max(w.tick, now/w.tickDuration-1)
+		w.tick = max(w.tick, instant/w.tickDuration)
 	}
 }
 

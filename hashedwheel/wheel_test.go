@@ -141,18 +141,25 @@ func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 func TestWheelSkipToOnlyMovesAnEmptyWheel(t *testing.T) {
 	w := newWheel(4, wheelTick)
 	w.skipTo(10*wheelTick + 5)
-	assert.Equal(t, int64(9), w.tick, "the tick before now's, which has ended")
+	assert.Equal(t, int64(10), w.tick)
 	w.skipTo(3 * wheelTick)
-	assert.Equal(t, int64(9), w.tick, "never backwards")
+	assert.Equal(t, int64(10), w.tick, "never backwards")
 	w.schedule(newTestTimeout(20 * wheelTick))
 	w.skipTo(50 * wheelTick)
-	assert.Equal(t, int64(9), w.tick, "a wheel holding timeouts replays every tick")
+	assert.Equal(t, int64(10), w.tick, "a wheel holding timeouts replays every tick")
 }
 
 func TestWheelTickEndSaturates(t *testing.T) {
 	w := newWheel(1, wheelTick)
-	w.tick = math.MaxInt64 / wheelTick
+	w.tick = math.MaxInt64/wheelTick - 1
+	assert.Equal(t, (w.tick+1)*wheelTick, w.tickEnd(), "the last tick that ends in range")
+	w.tick++
 	assert.Equal(t, int64(math.MaxInt64), w.tickEnd())
+
+	huge := newWheel(1, 1<<62)
+	assert.Equal(t, int64(1<<62), huge.tickEnd(), "tick 0 of a huge tick ends in range")
+	huge.advance()
+	assert.Equal(t, int64(math.MaxInt64), huge.tickEnd())
 }
 
 func TestBucketRemoveKeepsOrder(t *testing.T) {

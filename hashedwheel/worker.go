@@ -27,6 +27,7 @@ type worker struct {
 	inline    bool       // the executor is pool.Inline: no batching
 	stopped   bool
 	maxLag    int64
+	uncounted int // cancellations completed but not yet counted
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
@@ -111,8 +112,30 @@ func (w *worker) processCancellations() {
 				break
 			}
 			w.wheel.remove(t)
-			w.timer.finishCancel(t)
+			w.cancelled(t)
 		}
+	}
+	w.publishCancelled()
+}
+
+// cancelled completes the cancellation of t. Timeouts without a Cancelled
+// hook are counted in bulk by publishCancelled; a hook is called only once
+// its timeout is counted out, as the hook may schedule at the pending limit.
+func (w *worker) cancelled(t *timeout) {
+	hook := cancelledHookOf(t.task)
+	if hook == nil {
+		w.uncounted++
+		return
+	}
+	w.timer.countCancelled(1)
+	w.timer.callCancelled(hook, t)
+}
+
+// publishCancelled counts the cancellations completed since the last call.
+func (w *worker) publishCancelled() {
+	if w.uncounted > 0 {
+		w.timer.countCancelled(w.uncounted)
+		w.uncounted = 0
 	}
 }
 
@@ -133,12 +156,13 @@ func (w *worker) transfer() {
 				w.wheel.schedule(t)
 				transfers--
 			} else { // cancelled while queued
-				h.finishCancel(t)
+				w.cancelled(t)
 				discards--
 			}
 		}
 	}
 	w.nextShard++
+	w.publishCancelled()
 }
 
 // instant returns the clock reading at offset after start, saturating at
@@ -166,7 +190,10 @@ func (w *worker) sleepUntilWoken() {
 	}
 	h.sleeper.Sleep(clock.Forever)
 	h.idle.Store(false)
-	w.wheel.skipTo(h.clock.Now() - h.startNanos)
+	// Resume at the tick in which the waking timeout was made: it and any
+	// other timeout made since fall in that tick or later, and if the worker
+	// woke late, that tick has ended and is processed at once.
+	w.wheel.skipTo(h.wokenAt.Load())
 }
 
 // shutdown ends the timer's work: it closes the queues, and cancels and
