@@ -86,9 +86,10 @@ func WithMaxPendingTimeouts(n int64) Option {
 
 // WithExecutor sets the executor that runs expired tasks. The caller owns
 // it: Stop does not release it. pool.Inline runs tasks on the timer's worker
-// goroutine, as Netty does by default. Without this option the timer runs
-// tasks on its own pool.Ants of pool.DefaultSize goroutines, released by
-// Stop.
+// goroutine, as Netty does by default: one at a time, those due in the same
+// tick in deadline order, and a slow task delays every later one. Without
+// this option the timer runs tasks on its own pool.Ants of pool.DefaultSize
+// goroutines, in parallel and in no particular order, and Stop releases it.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if e == nil {

@@ -29,7 +29,11 @@ type Stats struct {
 	ExecutorFailures uint64
 	// Ticks counts the ticks the worker has processed.
 	Ticks uint64
-	// MaxTickLag is the longest the worker has been late for a tick.
+	// MaxTickLag is the longest the worker has been late for a tick: how
+	// long after a tick ended the worker started processing it. It grows
+	// when the process is short of CPU, and after bursts of scheduling: a
+	// tick moves up to 100 000 new timeouts into the wheel, which takes
+	// milliseconds.
 	MaxTickLag time.Duration
 }
 
