@@ -1,0 +1,295 @@
+package hashedwheel
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/bits"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// The fuzz targets. make fuzz runs each with go test -fuzz (see
+// scripts/fuzz.sh); go test runs their seed corpus, in
+// testdata/fuzz/<FuzzName>/ and in the f.Add calls, as ordinary tests.
+
+// fuzzMaxStartedWheel caps the wheels FuzzOptions starts: a wheel costs 16
+// bytes per bucket, so 1<<30 buckets would take 16 GiB. Larger ones are
+// checked with New only, which does not allocate the wheel.
+const fuzzMaxStartedWheel = 1 << 12
+
+// fuzzMaxTicks caps the ticks FuzzOptions makes the worker process.
+const fuzzMaxTicks = 4096
+
+// fuzzClockStart is the fake clock's reading when FuzzOptions makes a timer.
+const fuzzClockStart = 1 << 40
+
+// fuzzLog is a concurrency-safe log sink.
+type fuzzLog struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *fuzzLog) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *fuzzLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
+}
+
+// FuzzOptions checks option validation for any tick, wheel size and pending
+// limit, and, for a valid configuration, the life of one timeout with any
+// delay made at any time after the start: its deadline is the clock plus
+// the delay, clamped to math.MaxInt64 instead of overflowing; it does not
+// fire one nanosecond before the end of the tick that covers it and fires
+// exactly at that end; one that is too far to reach is returned by Stop.
+func FuzzOptions(f *testing.F) {
+	ms := int64(time.Millisecond)
+	f.Add(int64(100*time.Millisecond), 512, int64(0), int64(0), int64(time.Second))
+	f.Add(ms, 1, int64(1), int64(0), int64(0))
+	f.Add(int64(1), 3, int64(-1), int64(12345), int64(-1))         // sub-ms tick
+	f.Add(int64(0), 512, int64(0), int64(0), int64(0))             // invalid tick
+	f.Add(int64(-5), 512, int64(0), int64(0), int64(0))            // invalid tick
+	f.Add(ms, 0, int64(0), int64(0), int64(0))                     // invalid wheel
+	f.Add(ms, 1<<30+1, int64(0), int64(0), int64(0))               // invalid wheel
+	f.Add(ms, 1<<30, int64(0), int64(0), int64(0))                 // largest wheel: New only
+	f.Add(int64(math.MaxInt64), 1, int64(0), int64(0), int64(0))   // tick overflows the wheel
+	f.Add(int64(math.MaxInt64/2), 2, int64(0), int64(0), int64(0)) // just too long
+	f.Add(10*ms, 8, int64(0), int64(0), int64(math.MaxInt64))
+	f.Add(10*ms, 8, int64(0), int64(1<<61), int64(math.MaxInt64)) // overflows: clamped
+	f.Add(10*ms, 8, int64(0), int64(7), int64(math.MinInt64))
+	f.Add(10*ms, 8, int64(0), int64(25*ms), int64(5*ms)) // deadline on a tick end
+	f.Fuzz(func(t *testing.T, tickNs int64, wheel int, maxPending, elapsedNs, delayNs int64) {
+		defer fuzzWatchdog("FuzzOptions")()
+		fuzzOptions(t, time.Duration(tickNs), wheel, maxPending, elapsedNs, time.Duration(delayNs))
+	})
+}
+
+func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapsed int64, delay time.Duration) {
+	var log fuzzLog
+	fake := clock.NewFake(fuzzClockStart)
+	h, err := New(WithTickDuration(tick), WithTicksPerWheel(wheel), WithMaxPendingTimeouts(maxPending),
+		WithExecutor(pool.Inline), WithLogger(slog.New(slog.NewTextHandler(&log, nil))), withClock(fake))
+
+	// The expected outcome of validation: options apply in order, so the
+	// tick is checked first; the tick against the wheel size last.
+	var wantOption, wantValue string
+	rounded := 0
+	switch {
+	case tick <= 0:
+		wantOption, wantValue = "WithTickDuration", tick.String()
+	case wheel < 1 || wheel > MaxTicksPerWheel:
+		wantOption, wantValue = "WithTicksPerWheel", fmt.Sprint(wheel)
+	default:
+		rounded = 1 << bits.Len(uint(wheel-1))
+		if int64(tick) >= math.MaxInt64/int64(rounded) {
+			wantOption, wantValue = "WithTickDuration", tick.String()
+		}
+	}
+	if wantOption != "" {
+		if err == nil {
+			h.Stop()
+			t.Fatalf("New(tick %d, wheel %d): no error, want one naming %s", tick, wheel, wantOption)
+		}
+		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), wantOption) ||
+			!strings.Contains(err.Error(), wantValue) {
+			t.Fatalf("New(tick %d, wheel %d): %q, want ErrInvalidOption naming %s and %s", tick, wheel, err, wantOption, wantValue)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("New(tick %d, wheel %d, maxPending %d): %v", tick, wheel, maxPending, err)
+	}
+	defer h.Stop()
+	effective := max(tick, MinTickDuration)
+	if h.config.tickDuration != effective || h.config.ticksPerWheel != rounded || h.maxPending != max(maxPending, 0) {
+		t.Fatalf("New(tick %v, wheel %d, maxPending %d) configured tick %v, wheel %d, maxPending %d; want %v, %d, %d",
+			tick, wheel, maxPending, h.config.tickDuration, h.config.ticksPerWheel, h.maxPending,
+			effective, rounded, max(maxPending, 0))
+	}
+	if warned := strings.Contains(log.String(), "level=WARN"); warned != (tick < MinTickDuration) {
+		t.Fatalf("tick %v: warning logged %v, want %v; log: %s", tick, warned, tick < MinTickDuration, log.String())
+	}
+	if rounded > fuzzMaxStartedWheel {
+		return // validated; too large to start here
+	}
+
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	fuzzSettle(t, fake, h)
+	// Let time pass with nothing pending: the idle worker skips it.
+	elapsed &= 1<<61 - 1
+	fake.Advance(time.Duration(elapsed))
+	fuzzSettle(t, fake, h)
+
+	fired := make(chan int64, 2)
+	task := TaskFunc(func(Timeout) { fired <- fake.Now() - fuzzClockStart })
+	to, err := h.NewTimeout(task, delay)
+	if err != nil {
+		t.Fatalf("NewTimeout(%d) at %d: %v", delay, elapsed, err)
+	}
+	fuzzSettle(t, fake, h)
+	deadline := modelDeadline(elapsed, delay)
+	if want := h.startTime.Add(time.Duration(deadline)); !to.Deadline().Equal(want) {
+		t.Fatalf("NewTimeout(%d) at %d: Deadline() %v, want start+%d = %v", delay, elapsed, to.Deadline(), deadline, want)
+	}
+	if maxPending == 1 {
+		if _, err := h.NewTimeout(task, 0); !errors.Is(err, ErrTooManyPendingTimeouts) {
+			t.Fatalf("second NewTimeout with limit 1: %v, want ErrTooManyPendingTimeouts", err)
+		}
+	}
+
+	tk := int64(effective)
+	cur := elapsed / tk
+	fireTick := max(modelFloorDiv(deadline, tk), cur)
+	// Reachable: within fuzzMaxTicks ticks, and its tick ends by 1<<62.
+	reachable := fireTick-cur < fuzzMaxTicks && fireTick+1 <= (1<<62)/tk
+	if reachable {
+		end := (fireTick + 1) * tk // the clock, after the start, when it fires
+		if end-1 > elapsed {
+			fake.Advance(time.Duration(end - 1 - elapsed))
+			fuzzSettle(t, fake, h)
+		}
+		select {
+		case at := <-fired:
+			t.Fatalf("delay %d at %d (deadline %d, tick %d): fired at %d, before the end of its tick %d",
+				delay, elapsed, deadline, tk, at, end)
+		default:
+		}
+		if h.PendingTimeouts() != 1 || to.IsExpired() {
+			t.Fatalf("before its tick ends: pending %d, expired %v", h.PendingTimeouts(), to.IsExpired())
+		}
+		fake.Advance(time.Duration(end - max(end-1, elapsed)))
+		fuzzSettle(t, fake, h)
+		select {
+		case at := <-fired:
+			if at != end || at < deadline {
+				t.Fatalf("delay %d at %d (deadline %d, tick %d): fired at %d, want %d", delay, elapsed, deadline, tk, at, end)
+			}
+		default:
+			t.Fatalf("delay %d at %d (deadline %d, tick %d): not fired at the end of its tick %d", delay, elapsed, deadline, tk, end)
+		}
+		if h.PendingTimeouts() != 0 || !to.IsExpired() || to.Cancel() {
+			t.Fatalf("after firing: pending %d, expired %v", h.PendingTimeouts(), to.IsExpired())
+		}
+	} else {
+		// Too far to reach: move the clock up to fuzzMaxTicks ticks, but
+		// not past the start of its tick, nor past 1<<62.
+		target := min(fireTick*tk, 1<<62)
+		if tk <= (1<<62)/fuzzMaxTicks {
+			target = min(target, elapsed+fuzzMaxTicks*tk)
+		}
+		jump := max(target-elapsed, 0)
+		fake.Advance(time.Duration(jump))
+		fuzzSettle(t, fake, h)
+		if len(fired) != 0 || h.PendingTimeouts() != 1 {
+			t.Fatalf("delay %d at %d (deadline %d, fire tick %d): fired %d times, pending %d after %d ns",
+				delay, elapsed, deadline, fireTick, len(fired), h.PendingTimeouts(), jump)
+		}
+		if res := h.Stop(); len(res) != 1 || res[0] != to || !to.IsCancelled() {
+			t.Fatalf("Stop returned %v, want the pending timeout, cancelled", res)
+		}
+	}
+	h.Stop()
+	s := h.Stats()
+	if s.Scheduled != 1 || s.Expired+s.ReturnedByStop != 1 || s.Pending != 0 {
+		t.Fatalf("Stats after Stop: %+v", s)
+	}
+}
+
+// fuzzSettleTimeout bounds the real time a Settle may take: the worker
+// processes at most fuzzMaxTicks ticks, far less than this.
+const fuzzSettleTimeout = 5 * time.Second
+
+// fuzzSettle waits for the worker to fall asleep, as fake.Settle does, but
+// fails the test instead of hanging if it never does: a worker that
+// busy-loops without sleeping is a bug, not a reason to hang the suite.
+func fuzzSettle(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer) {
+	tb.Helper()
+	done := make(chan struct{})
+	go func() {
+		fake.Settle()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return
+	case <-time.After(fuzzSettleTimeout):
+	}
+	msg := fmt.Sprintf("the worker did not fall asleep within %v: it busy-loops (fake clock %d, stats %+v)",
+		fuzzSettleTimeout, fake.Now(), h.Stats())
+	// Stop ends the worker's loop, which releases the sleeper and Settle.
+	h.Stop()
+	<-done
+	tb.Fatal(msg)
+}
+
+// fuzzHangAfter is how long one fuzz input may run: each takes
+// milliseconds, so one that runs this long is hung.
+const fuzzHangAfter = 30 * time.Second
+
+// fuzzWatchdog crashes the process with every goroutine's stack if the
+// input being run hangs: the fuzzer then reports and saves the input,
+// where a hang would only stall it. Call the returned func when done.
+func fuzzWatchdog(target string) func() {
+	w := time.AfterFunc(fuzzHangAfter, func() {
+		buf := make([]byte, 4<<20)
+		panic(fmt.Sprintf("%s: an input ran for %v, hung:\n%s", target, fuzzHangAfter, buf[:runtime.Stack(buf, true)]))
+	})
+	return func() { w.Stop() }
+}
+
+// TestFuzzHugeWheelIsValidatedWithoutAllocating checks that New accepts
+// the largest wheel without allocating it: only Start builds the wheel.
+func TestFuzzHugeWheelIsValidatedWithoutAllocating(t *testing.T) {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	h, err := New(WithTicksPerWheel(MaxTicksPerWheel), WithTickDuration(time.Millisecond),
+		WithLogger(modelDiscardLogger()))
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.config.ticksPerWheel != MaxTicksPerWheel {
+		t.Fatalf("ticksPerWheel %d", h.config.ticksPerWheel)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
+		t.Fatalf("New with a 1<<30 wheel allocated %d bytes", grew)
+	}
+	if res := h.Stop(); res != nil {
+		t.Fatalf("Stop before Start returned %v", res)
+	}
+	if err := h.Start(); !errors.Is(err, ErrStopped) {
+		t.Fatalf("Start after Stop: %v", err)
+	}
+}
+
+// FuzzModelOps drives the model of model_test.go with operation sequences
+// decoded from the fuzzer's bytes.
+func FuzzModelOps(f *testing.F) {
+	f.Add([]byte{})
+	f.Add([]byte("\x00\x01\x02\x03\x04\x05\x06\x07\x08\x09\x0a\x0b\x0c\x0d\x0e\x0f"))
+	f.Add(bytes.Repeat([]byte{0x50, 0x10, 0x03, 0x7f, 0x20}, 40))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		defer fuzzWatchdog("FuzzModelOps")()
+		var trace modelTrace
+		if err := modelRun(modelNewByteSource(data), 64, &trace); err != nil {
+			t.Fatalf("%v\nsteps:\n%s", err, trace.tail(40))
+		}
+	})
+}
