@@ -47,14 +47,20 @@ func runAll(due []*timeout) {
 	}
 }
 
-// dispatch hands the tick's expired timeouts to the executor. With
-// pool.Inline they run here, on the worker goroutine, one after another in
-// deadline order: producers reach the worker through several queues, so
-// the order in which they arrived says nothing. A pool runs them in
-// parallel, in no order, so they are not sorted for it.
-func (w *worker) dispatch(due []*timeout) {
+// dispatch hands the expired timeouts collected so far to the executor.
+// With pool.Inline they run here, on the worker goroutine, one after
+// another in deadline order: producers reach the worker through several
+// queues, so the order in which they arrived says nothing. A pool runs them
+// in parallel, in no order, so they are not sorted for it.
+func (w *worker) dispatch() {
+	due := w.due
+	if len(due) == 0 {
+		return
+	}
+	w.due = due[:0]
+	defer clear(due) // let the timeouts be collected
 	if w.inline {
-		slices.SortStableFunc(due, func(a, b *timeout) int { return cmp.Compare(a.deadline, b.deadline) })
+		w.sortByDeadline(due)
 		runAll(due)
 		return
 	}
@@ -66,6 +72,35 @@ func (w *worker) dispatch(due []*timeout) {
 		w.execute(b)
 	}
 }
+
+// deadlineOf pairs a timeout with its deadline, so that sorting compares
+// contiguous keys instead of chasing a pointer per comparison.
+type deadlineOf struct {
+	deadline int64
+	timeout  *timeout
+}
+
+// sortByDeadline sorts due by deadline.
+func (w *worker) sortByDeadline(due []*timeout) {
+	keys := w.sortScratch[:0]
+	for _, t := range due {
+		keys = append(keys, deadlineOf{t.deadline, t})
+	}
+	slices.SortFunc(keys, func(a, b deadlineOf) int { return cmp.Compare(a.deadline, b.deadline) })
+	for i := range keys {
+		due[i] = keys[i].timeout
+		keys[i].timeout = nil
+	}
+	if cap(keys) <= maxKeptScratch {
+		w.sortScratch = keys
+	} else {
+		w.sortScratch = nil // a storm's worth is not worth keeping
+	}
+}
+
+// maxKeptScratch bounds the sort scratch space the worker keeps between
+// ticks.
+const maxKeptScratch = 1 << 14
 
 // execute hands one batch to the executor. If the executor refuses it, or
 // panics, the batch runs on a goroutine of its own: an expired task is

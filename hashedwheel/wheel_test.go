@@ -267,7 +267,16 @@ func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
 		fake.Settle()
 	}
 	<-fired
-	assert.Equal(t, clock.Forever, fake.SleepingUntil(), "idle again once it fired")
+	// It lingers for lingerTime, so that back-to-back NewTimeout calls do not
+	// each pay a wake-up, then sleeps.
+	lingered := 0
+	for fake.SleepingUntil() != clock.Forever {
+		fake.Advance(time.Millisecond)
+		fake.Settle()
+		lingered++
+		require.LessOrEqual(t, lingered, int(lingerTime/time.Millisecond), "still ticking after lingerTime")
+	}
+	assert.GreaterOrEqual(t, lingered, int(lingerTime/time.Millisecond)-1, "lingers before sleeping")
 	ticks := h.Stats().Ticks
 
 	fake.Advance(time.Hour) // an hour of idleness costs no tick

@@ -1,6 +1,8 @@
 package hashedwheel
 
 import (
+	"time"
+
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -17,24 +19,39 @@ const maxTransfersPerTick = 100_000
 // one costs far less than placing one, so they get a limit of their own.
 const maxDiscardsPerTick = 10 * maxTransfersPerTick
 
+// maxDeferredDue bounds the expired timeouts a late worker collects over
+// the ticks it catches up before handing them to the executor.
+const maxDeferredDue = maxTransfersPerTick
+
+// lingerTime is how long a worker keeps ticking after its last activity
+// before it falls asleep until the next NewTimeout: timeouts made and
+// cancelled back to back then do not pay a wake-up each.
+const lingerTime = 50 * time.Millisecond
+
 // worker is the goroutine that owns the wheel. Everything here but the
 // timer's atomics is touched by the worker alone.
 type worker struct {
-	timer     *HashedWheelTimer
-	wheel     *wheel
-	due       []*timeout // scratch: the current tick's expired timeouts
-	nextShard int        // the intake shard drained first, rotated for fairness
-	inline    bool       // the executor is pool.Inline: no batching
-	stopped   bool
-	maxLag    int64
-	uncounted int // cancellations completed but not yet counted
+	timer       *HashedWheelTimer
+	wheel       *wheel
+	due         []*timeout // expired timeouts not yet handed to the executor
+	sortScratch []deadlineOf
+	nextShard   int  // the intake shard drained first, rotated for fairness
+	inline      bool // the executor is pool.Inline: no batching
+	stopped     bool
+	maxLag      int64
+	uncounted   int // cancellations completed but not yet counted
+	quietTicks  int // ticks in a row with nothing to do
+	lingerTicks int // quiet ticks before the worker falls asleep
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
+	linger := max(2, int(lingerTime/h.config.tickDuration))
 	return &worker{
-		timer:  h,
-		wheel:  newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
-		inline: h.executor == pool.Inline,
+		timer:       h,
+		wheel:       newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
+		inline:      h.executor == pool.Inline,
+		quietTicks:  linger, // nothing has happened yet
+		lingerTicks: linger,
 	}
 }
 
@@ -46,22 +63,33 @@ func (w *worker) run() {
 	defer w.exit()
 	for !w.stopped {
 		if h.state.Load() == timerStopped {
-			h.stopResult = w.shutdown()
+			w.dispatch() // claimed timeouts run, even now
+			if !w.stopped {
+				h.stopResult = w.shutdown()
+			}
 			return
-		}
-		if w.wheel.size == 0 && h.intakeEmpty() {
-			w.sleepUntilWoken()
-			continue
 		}
 		now := h.clock.Now() - h.startNanos
 		end := w.wheel.tickEnd()
 		if now < end {
-			h.sleeper.Sleep(instant(h.startNanos, end))
+			w.dispatch()
+			if w.stopped { // a task running inline called Stop
+				return
+			}
+			if w.quietTicks >= w.lingerTicks && w.wheel.size == 0 && h.intakeEmpty() {
+				w.sleepUntilWoken()
+			} else {
+				h.sleeper.Sleep(instant(h.startNanos, end))
+			}
 			continue
 		}
 		// Tick ends are absolute, so lateness never accumulates: a late
-		// worker runs the ticks it missed back to back.
+		// worker runs the ticks it missed back to back, and hands their
+		// expired timeouts to the executor together once it has caught up.
 		w.runTick(now, now-end)
+		if len(w.due) >= maxDeferredDue {
+			w.dispatch()
+		}
 	}
 }
 
@@ -76,9 +104,17 @@ func (w *worker) runTick(now, lag int64) {
 	if w.stopped { // a Cancelled hook stopped the timer
 		return
 	}
-	w.transfer()
-	due, misplaced := w.wheel.expire(now, w.due[:0])
+	active := w.transfer()
+	expiredBefore := len(w.due)
+	due, misplaced := w.wheel.expire(now, w.due)
+	w.due = due
 	w.wheel.advance()
+	expired := len(due) - expiredBefore
+	if active || expired > 0 {
+		w.quietTicks = 0
+	} else {
+		w.quietTicks++
+	}
 	if misplaced > 0 {
 		h.config.logger.Error("hashedwheel: timeouts found in the wrong bucket; kept until due",
 			"count", misplaced, "tick", w.wheel.tick-1)
@@ -88,17 +124,14 @@ func (w *worker) runTick(now, lag int64) {
 		w.maxLag = lag
 		h.counters.maxTickLag.Store(lag)
 	}
-	if len(due) > 0 {
+	if expired > 0 {
 		// Count them out before they run, so that a task can schedule
 		// again at the pending limit (Netty a0e375bbc0).
-		h.counters.expired.Add(uint64(len(due)))
+		h.counters.expired.Add(uint64(expired))
 		if h.maxPending > 0 {
-			h.admitted.Add(-int64(len(due)))
+			h.admitted.Add(-int64(expired))
 		}
-		w.dispatch(due)
-		clear(due)
 	}
-	w.due = due[:0]
 }
 
 // processCancellations unlinks every timeout whose cancellation reached the
@@ -141,8 +174,9 @@ func (w *worker) publishCancelled() {
 
 // transfer moves queued timeouts into the wheel, at most
 // maxTransfersPerTick of them, and drops those cancelled while queued, at
-// most maxDiscardsPerTick, starting from a different shard each tick.
-func (w *worker) transfer() {
+// most maxDiscardsPerTick, starting from a different shard each tick. It
+// reports whether it found anything.
+func (w *worker) transfer() bool {
 	h := w.timer
 	transfers, discards := maxTransfersPerTick, maxDiscardsPerTick
 	for i := 0; i < len(h.shards) && transfers > 0 && discards > 0; i++ {
@@ -163,6 +197,7 @@ func (w *worker) transfer() {
 	}
 	w.nextShard++
 	w.publishCancelled()
+	return transfers < maxTransfersPerTick || discards < maxDiscardsPerTick
 }
 
 // instant returns the clock reading at offset after start, saturating at
@@ -190,6 +225,7 @@ func (w *worker) sleepUntilWoken() {
 	}
 	h.sleeper.Sleep(clock.Forever)
 	h.idle.Store(false)
+	w.quietTicks = 0
 	// Resume at the tick in which the waking timeout was made: it and any
 	// other timeout made since fall in that tick or later, and if the worker
 	// woke late, that tick has ended and is processed at once.
