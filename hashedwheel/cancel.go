@@ -4,7 +4,7 @@ package hashedwheel
 // worker. If the worker has stopped taking cancellations, the timer is
 // stopped and the cancellation is finished here.
 func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	if !h.pickShard().cancels.Push(t) {
+	if !h.shardOf(t).cancels.Push(t) {
 		h.finishCancel(t)
 	}
 }

@@ -142,7 +142,7 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	}
 	now := h.clock.Now() - h.startNanos
 	t := &timeout{timer: h, task: task, deadline: deadline(now, delay)}
-	if !h.pickShard().intake.Push(t) {
+	if !h.shardOf(t).intake.Push(t) {
 		// Stop closed the intake first: the timeout was never accepted.
 		if h.maxPending > 0 {
 			h.admitted.Add(-1)

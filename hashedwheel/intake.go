@@ -2,15 +2,16 @@ package hashedwheel
 
 import (
 	"math/bits"
-	"math/rand/v2"
 	"runtime"
+	"unsafe"
 
 	"github.com/wheeltimer/wheeltimer/mpsc"
 )
 
 // shard is one pair of the queues through which producers reach the
-// worker. Producers pick a shard at random, so that goroutines on different
-// cores rarely write the same queue index; the worker drains them all.
+// worker. A timeout's shard follows from its address (see shardOf), so that
+// goroutines on different cores rarely write the same queue index; the
+// worker drains them all.
 type shard struct {
 	intake  *mpsc.Queue[timeout] // new timeouts
 	cancels *mpsc.Queue[timeout] // cancelled timeouts that are in a bucket
@@ -33,10 +34,21 @@ func newShards() []shard {
 	return shards
 }
 
-// pickShard returns a shard for the calling producer.
-func (h *HashedWheelTimer) pickShard() *shard {
-	return &h.shards[rand.Uint32()&h.shardMask]
+// shardOf returns the shard for t, chosen by the 8 KiB page that holds t.
+// The runtime allocates from a page per P, so goroutines running at once on
+// different Ps mostly allocate from different pages and so push to
+// different shards, with no coordination and no random draw; and the
+// timeouts one goroutine makes in a row share a shard, so the worker links
+// them into buckets in allocation order, which keeps its bucket walks
+// sequential in memory. The heap does not move objects, so the address is a
+// stable key.
+func (h *HashedWheelTimer) shardOf(t *timeout) *shard {
+	page := uint32(uintptr(unsafe.Pointer(t)) >> pageShift)
+	return &h.shards[page&h.shardMask]
 }
+
+// pageShift is log2 of the runtime's page size, 8 KiB.
+const pageShift = 13
 
 // intakeEmpty reports whether no new timeout is queued or being queued.
 // Only the worker may call it.

@@ -5,6 +5,7 @@ import (
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
+	"github.com/wheeltimer/wheeltimer/mpsc"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -179,25 +180,53 @@ func (w *worker) publishCancelled() {
 func (w *worker) transfer() bool {
 	h := w.timer
 	transfers, discards := maxTransfersPerTick, maxDiscardsPerTick
+	var popped [transferBatch]*timeout
 	for i := 0; i < len(h.shards) && transfers > 0 && discards > 0; i++ {
 		q := h.shards[(w.nextShard+i)&int(h.shardMask)].intake
 		for transfers > 0 && discards > 0 {
-			t, ok := q.Pop()
-			if !ok {
+			// Each popped timeout takes from one of the two limits.
+			batch := popped[:min(transferBatch, transfers, discards)]
+			n := popBatch(q, batch)
+			if n == 0 {
 				break
 			}
-			if t.take() {
-				w.wheel.schedule(t)
-				transfers--
-			} else { // cancelled while queued
-				w.cancelled(t)
-				discards--
+			// The timeouts were written on other cores: read their states
+			// first, with plain loads the processor overlaps, instead of
+			// paying one cache miss after another under compare-and-swap.
+			var states [transferBatch]int32
+			for j, t := range batch[:n] {
+				states[j] = t.state.Load()
+			}
+			for j, t := range batch[:n] {
+				if states[j] != stateCancelled && t.take() {
+					w.wheel.schedule(t)
+					transfers--
+				} else { // cancelled while queued
+					w.cancelled(t)
+					discards--
+				}
+				batch[j] = nil
 			}
 		}
 	}
 	w.nextShard++
 	w.publishCancelled()
 	return transfers < maxTransfersPerTick || discards < maxDiscardsPerTick
+}
+
+// transferBatch is how many queued timeouts transfer pops at a time.
+const transferBatch = 64
+
+// popBatch pops up to len(buf) values of q into buf and returns how many.
+func popBatch(q *mpsc.Queue[timeout], buf []*timeout) int {
+	for i := range buf {
+		t, ok := q.Pop()
+		if !ok {
+			return i
+		}
+		buf[i] = t
+	}
+	return len(buf)
 }
 
 // instant returns the clock reading at offset after start, saturating at

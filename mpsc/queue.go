@@ -131,9 +131,10 @@ func (q *Queue[T]) Pop() (*T, bool) {
 	if v == nil {
 		return nil, false
 	}
-	// Let the value be collected even if a slow producer still holds the
-	// chunk.
-	c.slots[off].Store(nil)
+	// The slot is not cleared: that would cost an atomic exchange per pop.
+	// A popped value stays reachable only until the chunk is dropped, when
+	// the consumer and the producers have both moved past it: at most
+	// chunkSize values per queue.
 	q.head++
 	return v, true
 }

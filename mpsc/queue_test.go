@@ -152,14 +152,18 @@ func TestCloseRacingPushes(t *testing.T) {
 	}
 }
 
-func TestPopReleasesValues(t *testing.T) {
+// TestPoppedValuesAreReleasedWithTheirChunk: popped values stay in their
+// slots only until both sides have moved past the chunk.
+func TestPoppedValuesAreReleasedWithTheirChunk(t *testing.T) {
 	q := New[int]()
-	v := new(int)
-	q.Push(v)
-	got, ok := q.Pop()
-	require.True(t, ok)
-	require.Same(t, v, got)
-	assert.Nil(t, q.headChunk.slots[0].Load(), "the slot no longer holds the value")
+	first := q.headChunk
+	for i := 0; i < chunkSize+1; i++ {
+		q.Push(ptr(i))
+		_, ok := q.Pop()
+		require.True(t, ok)
+	}
+	assert.NotSame(t, first, q.headChunk, "the consumer left the first chunk")
+	assert.NotSame(t, first, q.tailChunk.Load(), "the producers left it too: nothing references it")
 }
 
 func TestPushAllocatesOnlyPerChunk(t *testing.T) {
