@@ -40,7 +40,8 @@ type worker struct {
 	inline      bool // the executor is pool.Inline: no batching
 	stopped     bool
 	maxLag      int64
-	uncounted   int // cancellations completed but not yet counted
+	uncounted   int        // cancellations completed but not yet counted
+	hooked      []*timeout // cancellations whose Cancelled hook is yet to run
 	quietTicks  int // ticks in a row with nothing to do
 	lingerTicks int // quiet ticks before the worker falls asleep
 }
@@ -106,6 +107,9 @@ func (w *worker) runTick(now, lag int64) {
 		return
 	}
 	active := w.transfer()
+	if w.stopped { // a Cancelled hook stopped the timer
+		return
+	}
 	expiredBefore := len(w.due)
 	due, misplaced := w.wheel.expire(now, w.due)
 	w.due = due
@@ -147,22 +151,34 @@ func (w *worker) processCancellations() {
 			}
 			w.wheel.remove(t)
 			w.cancelled(t)
+			w.runHooks()
 		}
 	}
 	w.publishCancelled()
 }
 
-// cancelled completes the cancellation of t. Timeouts without a Cancelled
-// hook are counted in bulk by publishCancelled; a hook is called only once
-// its timeout is counted out, as the hook may schedule at the pending limit.
+// cancelled completes the cancellation of t, except for its Cancelled
+// hook, which runHooks calls once the timeouts in hand are back in the
+// wheel or dropped: a hook may call Stop, and Stop must find every timeout
+// in a queue or in the wheel. Timeouts without a hook are counted in bulk
+// by publishCancelled.
 func (w *worker) cancelled(t *timeout) {
-	hook := cancelledHookOf(t.task)
-	if hook == nil {
+	if cancelledHookOf(t.task) == nil {
 		w.uncounted++
 		return
 	}
-	w.timer.countCancelled(1)
-	w.timer.callCancelled(hook, t)
+	w.hooked = append(w.hooked, t)
+}
+
+// runHooks counts the cancellations with a Cancelled hook and calls the
+// hooks, each only once its timeout is counted out, as a hook may schedule
+// at the pending limit.
+func (w *worker) runHooks() {
+	for i, t := range w.hooked {
+		w.hooked[i] = nil
+		w.timer.finishCancel(t)
+	}
+	w.hooked = w.hooked[:0]
 }
 
 // publishCancelled counts the cancellations completed since the last call.
@@ -206,6 +222,11 @@ func (w *worker) transfer() bool {
 					discards--
 				}
 				batch[j] = nil
+			}
+			w.runHooks()
+			if w.stopped { // a hook stopped the timer
+				w.publishCancelled()
+				return true
 			}
 		}
 	}
