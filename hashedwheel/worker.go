@@ -42,8 +42,8 @@ type worker struct {
 	maxLag      int64
 	uncounted   int        // cancellations completed but not yet counted
 	hooked      []*timeout // cancellations whose Cancelled hook is yet to run
-	quietTicks  int // ticks in a row with nothing to do
-	lingerTicks int // quiet ticks before the worker falls asleep
+	quietTicks  int        // ticks in a row with nothing to do
+	lingerTicks int        // quiet ticks before the worker falls asleep
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
