@@ -1,0 +1,132 @@
+// Command report runs the benchmark matrix of issue 3 on every contender
+// and writes benchmarks.md and its charts into -out.
+//
+//	go run ./cmd/report -out ../docs     # make bench: a few minutes
+//	go run ./cmd/report -quick -out DIR  # make bench-quick: under a minute
+//	go run ./cmd/report -long -out DIR   # adds N = 10M pending timeouts
+//
+// -only and -scenarios narrow a run while developing; a narrowed report
+// has empty sections and is not meant for docs/.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/benchmarks/report"
+	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
+)
+
+func main() {
+	out := flag.String("out", "../docs", "directory for benchmarks.md and the charts")
+	quick := flag.Bool("quick", false, "run the reduced matrix (under a minute)")
+	long := flag.Bool("long", false, "also measure churn with 10M timeouts pending")
+	only := flag.String("only", "", "comma-separated contenders to run (time.AfterFunc is always included)")
+	scenarios := flag.String("scenarios", "", "comma-separated subset of: churn,ratio,storm,lateness,memory,idle")
+	format := flag.String("format", "svg", "chart format: svg or png")
+	child := flag.String("child-memory", "", "internal: measure the memory scenario for one contender and print it as JSON")
+	flag.Parse()
+	if *child != "" {
+		p := fullPlan(*long)
+		if *quick {
+			p = quickPlan()
+		}
+		if err := childMemory(*child, p.memory); err != nil {
+			fmt.Fprintln(os.Stderr, "report:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if *format != "svg" && *format != "png" {
+		fmt.Fprintln(os.Stderr, "report: -format must be svg or png")
+		os.Exit(2)
+	}
+	if err := run(*out, *quick, *long, *only, *scenarios, *format); err != nil {
+		fmt.Fprintln(os.Stderr, "report:", err)
+		os.Exit(1)
+	}
+}
+
+func run(out string, quick, long bool, only, subset, format string) error {
+	if quick && long {
+		return fmt.Errorf("-quick and -long exclude each other")
+	}
+	cs, err := contender.Select(only)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
+	p, mode := fullPlan(long), "full"
+	var modeFlags []string // what a child process needs to pick the same plan
+	switch {
+	case quick:
+		p, mode, modeFlags = quickPlan(), "quick", []string{"-quick"}
+	case long:
+		mode, modeFlags = "long", []string{"-long"}
+	}
+	res := &report.Results{
+		Machine: report.ReadMachine(), Mode: mode, ChartFormat: format, Contenders: cs,
+		ChurnParams: p.churn, RatioParams: p.ratio, StormParams: p.storm,
+		LatenessParams: p.lateness, MemoryParams: p.memory, IdleParams: p.idle,
+	}
+	steps := []struct {
+		name string
+		run  func(scenario.Progress) []string
+	}{
+		{"churn", func(pr scenario.Progress) (n []string) { res.Churn, n = scenario.Churn(p.churn, cs, pr); return }},
+		{"ratio", func(pr scenario.Progress) (n []string) { res.Ratio, n = scenario.Ratio(p.ratio, cs, pr); return }},
+		{"storm", func(pr scenario.Progress) (n []string) { res.Storm, n = scenario.Storm(p.storm, cs, pr); return }},
+		// Memory runs before lateness, whose samples the results keep: the
+		// churn's GC cycles depend on the live heap of the whole process,
+		// which should hold as little of the harness's as possible.
+		{"memory", func(pr scenario.Progress) (n []string) {
+			res.Memory, n = memoryInChildren(p.memory, cs, modeFlags, pr)
+			return
+		}},
+		{"lateness", func(pr scenario.Progress) (n []string) {
+			res.Lateness, n = scenario.Lateness(p.lateness, cs, pr)
+			return
+		}},
+		{"idle", func(pr scenario.Progress) (n []string) {
+			res.Idle, res.IdleBaseline, n = scenario.Idle(p.idle, cs, pr)
+			return
+		}},
+	}
+	want := map[string]bool{}
+	for _, s := range strings.Split(subset, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			want[s] = true
+		}
+	}
+
+	start := time.Now()
+	line := report.NewLine(os.Stderr)
+	for i, s := range steps {
+		if len(want) > 0 && !want[s.name] {
+			continue
+		}
+		line.Scenario(i+1, len(steps), s.name)
+		began := time.Now()
+		res.Notes = append(res.Notes, s.run(line)...)
+		res.Durations = append(res.Durations, report.Duration{Name: s.name, Took: time.Since(began)})
+	}
+	res.Took = time.Since(start)
+	res.Logs = contender.Logs()
+
+	path := filepath.Join(out, "benchmarks.md")
+	if err := os.WriteFile(path, []byte(report.Markdown(res)), 0o644); err != nil {
+		return err
+	}
+	if err := report.WriteCharts(res, out); err != nil {
+		return err
+	}
+	line.Done(fmt.Sprintf("%s matrix done in %v: wrote %s and %d charts", mode, res.Took.Round(time.Second), path, 3))
+	return nil
+}

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
+)
+
+// plan is the matrix of one run: the parameters of every scenario.
+type plan struct {
+	churn    scenario.ChurnParams
+	ratio    scenario.RatioParams
+	storm    scenario.StormParams
+	lateness scenario.LatenessParams
+	memory   scenario.MemoryParams
+	idle     scenario.IdleParams
+}
+
+// The wheel shapes. General scenarios use a 10ms × 512 wheel (5.12s span,
+// Netty's wheel size); the ones about resolution and the span use a 1ms
+// tick, the finest the runtime's timers can honour.
+var (
+	general    = contender.Config{Tick: 10 * time.Millisecond, WheelSize: 512}
+	fine       = contender.Config{Tick: time.Millisecond, WheelSize: 1024}
+	patience   = 60 * time.Second
+	farDelay   = 10 * time.Minute
+	farSpread  = 10 * time.Second
+	churnDelay = time.Second
+	// The crossover holds D at 2.048s, so that W = D/(ratio·tick) is a
+	// power of two for every ratio (4096, 256, 32, 2) and hashedwheel does
+	// not round it.
+	ratioDelay = 2048 * time.Millisecond
+	ratios     = []float64{0.5, 8, 64, 1024}
+)
+
+// fullPlan is the matrix of make bench: a few minutes on two cores.
+func fullPlan(long bool) plan {
+	pending := []int{0, 100_000, 1_000_000}
+	if long {
+		pending = append(pending, 10_000_000)
+	}
+	return plan{
+		churn: scenario.ChurnParams{Config: general, Pending: pending, Delay: churnDelay,
+			PendingDelay: farDelay, PendingSpread: farSpread, Window: 200 * time.Millisecond, Runs: 5},
+		ratio: scenario.RatioParams{Tick: time.Millisecond, Delay: ratioDelay, Pending: 100_000, Ratios: ratios,
+			Warmup: 200 * time.Millisecond, Window: 500 * time.Millisecond, Runs: 5},
+		storm: scenario.StormParams{Config: general, N: 1_000_000, Spread: 10 * time.Millisecond, Runs: 5, Patience: patience},
+		lateness: scenario.LatenessParams{Config: fine, PerRun: 10_000, Bursts: 20, BurstEvery: 10 * time.Millisecond,
+			MinDelay: 10 * time.Millisecond, MaxDelay: 60 * time.Millisecond, Runs: 5, Patience: patience},
+		memory: scenario.MemoryParams{Config: general, Pending: 1_000_000, PendingDelay: farDelay, PendingSpread: farSpread,
+			Settle: 300 * time.Millisecond, ChurnRate: 100_000, ChurnFor: 2 * time.Second, Collections: 3},
+		idle: scenario.IdleParams{Ticks: []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond},
+			WheelSize: 512, Window: 400 * time.Millisecond, Runs: 5},
+	}
+}
+
+// quickPlan is the matrix of make bench-quick: every scenario on every
+// contender, smaller and with fewer runs, so that with a cold build it
+// still finishes in under a minute on two cores.
+func quickPlan() plan {
+	return plan{
+		churn: scenario.ChurnParams{Config: general, Pending: []int{0, 100_000}, Delay: churnDelay,
+			PendingDelay: farDelay, PendingSpread: farSpread, Window: 40 * time.Millisecond, Runs: 3},
+		ratio: scenario.RatioParams{Tick: time.Millisecond, Delay: ratioDelay, Pending: 20_000, Ratios: ratios,
+			Warmup: 20 * time.Millisecond, Window: 50 * time.Millisecond, Runs: 2},
+		storm: scenario.StormParams{Config: general, N: 50_000, Spread: 10 * time.Millisecond, Runs: 3, Patience: patience},
+		lateness: scenario.LatenessParams{Config: fine, PerRun: 1000, Bursts: 5, BurstEvery: 10 * time.Millisecond,
+			MinDelay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond, Runs: 2, Patience: patience},
+		memory: scenario.MemoryParams{Config: general, Pending: 100_000, PendingDelay: farDelay, PendingSpread: farSpread,
+			Settle: 100 * time.Millisecond, ChurnRate: 50_000, ChurnFor: 200 * time.Millisecond, Collections: 1},
+		idle: scenario.IdleParams{Ticks: []time.Duration{10 * time.Millisecond}, WheelSize: 512,
+			Window: 60 * time.Millisecond, Runs: 2},
+	}
+}

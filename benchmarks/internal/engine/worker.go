@@ -1,0 +1,69 @@
+package engine
+
+import (
+	"math"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/internal/goid"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// run is the worker goroutine: expire under the lock, dispatch outside it,
+// sleep until the structure's next instant or until woken, until Stop.
+func (g *Engine[L]) run() {
+	g.workerID.Store(goid.Current())
+	defer g.exit()
+	sleep := time.NewTimer(time.Hour)
+	sleep.Stop()
+	for {
+		g.mu.Lock()
+		if g.stopped {
+			g.mu.Unlock()
+			return
+		}
+		due := g.s.Expire(g.now(), g.due[:0])
+		g.pending -= int64(len(due))
+		next := g.s.Next()
+		g.wakeAt = next
+		g.mu.Unlock()
+
+		if len(due) > 0 {
+			g.dispatch(due)
+			clear(due)
+		}
+		g.due = due[:0]
+		g.sleepUntil(sleep, next)
+	}
+}
+
+// sleepUntil blocks until the instant next, a wake-up or Stop. It may
+// return early; the loop re-checks.
+func (g *Engine[L]) sleepUntil(t *time.Timer, next int64) {
+	if next == math.MaxInt64 {
+		select {
+		case <-g.wake:
+		case <-g.stop:
+		}
+		return
+	}
+	d := next - g.now()
+	if d <= 0 {
+		return
+	}
+	// Since Go 1.23 Reset and Stop leave no stale value in t.C.
+	t.Reset(time.Duration(d))
+	select {
+	case <-t.C:
+	case <-g.wake:
+	case <-g.stop:
+	}
+	t.Stop()
+}
+
+// exit releases the engine's own executor and lets Stop return.
+func (g *Engine[L]) exit() {
+	if g.ownsExecutor {
+		g.executor.(*pool.Ants).Release()
+	}
+	close(g.done)
+}

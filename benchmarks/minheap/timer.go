@@ -1,0 +1,98 @@
+package minheap
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/internal/engine"
+	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// Timer is a min-heap timer. Make one with New; its methods are safe for
+// concurrent use. A task never runs before its deadline.
+type Timer struct {
+	engine *engine.Engine[link]
+	heap   *heap // guarded by the engine's lock
+}
+
+var _ hashedwheel.Timer = (*Timer)(nil)
+
+// Option configures a Timer made by New.
+type Option func(*config) error
+
+type config struct {
+	executor pool.Executor
+	logger   *slog.Logger
+}
+
+// WithExecutor sets the executor that runs expired tasks; the caller owns
+// it. Without it the timer runs tasks on its own pool.Ants of
+// pool.DefaultSize goroutines, released by Stop, as hashedwheel does.
+func WithExecutor(e pool.Executor) Option {
+	return func(c *config) error {
+		if e == nil {
+			return fmt.Errorf("minheap: WithExecutor(nil)")
+		}
+		c.executor = e
+		return nil
+	}
+}
+
+// WithLogger sets the logger for panicking tasks and refused executions.
+// Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return func(c *config) error {
+		if l == nil {
+			return fmt.Errorf("minheap: WithLogger(nil)")
+		}
+		c.logger = l
+		return nil
+	}
+}
+
+// New returns a running timer configured by opts, or an error naming an
+// invalid option.
+func New(opts ...Option) (*Timer, error) {
+	var cfg config
+	for _, opt := range opts {
+		if err := opt(&cfg); err != nil {
+			return nil, err
+		}
+	}
+	t := &Timer{heap: &heap{}}
+	e, err := engine.New[link](t, t.heap, engine.Config{Executor: cfg.executor, Logger: cfg.logger})
+	if err != nil {
+		return nil, err
+	}
+	t.engine = e
+	return t, nil
+}
+
+// NewTimeout schedules task to run once, after delay, on the timer's
+// executor; a zero or negative delay runs it at once. It fails with
+// hashedwheel.ErrNilTask or hashedwheel.ErrStopped, and then schedules
+// nothing.
+func (t *Timer) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) (hashedwheel.Timeout, error) {
+	return t.engine.NewTimeout(task, delay)
+}
+
+// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
+// fails as NewTimeout does, and with hashedwheel.ErrNilTask for a nil f.
+func (t *Timer) AfterFunc(delay time.Duration, f func()) (hashedwheel.Timeout, error) {
+	if f == nil {
+		return nil, hashedwheel.ErrNilTask
+	}
+	return t.engine.NewTimeout(engine.FuncTask(f), delay)
+}
+
+// Stop stops the timer and returns the timeouts that had neither expired
+// nor been cancelled, each now cancelled. It waits for the worker
+// goroutine, not for tasks already handed to the executor, and releases the
+// timer's own executor. Later calls return nil.
+func (t *Timer) Stop() []hashedwheel.Timeout { return t.engine.Stop() }
+
+// PendingTimeouts returns the number of timeouts neither expired nor
+// cancelled; 0 after Stop.
+func (t *Timer) PendingTimeouts() int64 { return t.engine.Pending() }

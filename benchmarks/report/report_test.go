@@ -1,0 +1,139 @@
+package report
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
+)
+
+func TestProgressRewritesOneLine(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLine(&buf)
+	l.Scenario(1, 7, "churn")
+	l.Status("a long first status line")
+	l.Status("short")
+	out := buf.String()
+	if strings.Contains(out, "\n") {
+		t.Fatalf("status updates wrote a newline: %q", out)
+	}
+	parts := strings.Split(out, "\r")
+	if len(parts) != 3 || parts[0] != "" {
+		t.Fatalf("want two carriage-return-led updates, got %q", out)
+	}
+	if len(parts[2]) < len(parts[1]) {
+		t.Errorf("the shorter update does not blank the longer one's tail: %q then %q", parts[1], parts[2])
+	}
+	l.Done("done")
+	if !strings.HasSuffix(buf.String(), "\n") {
+		t.Error("Done does not end the line")
+	}
+	l.Status(strings.Repeat("x", 300))
+	if last := buf.String()[strings.LastIndex(buf.String(), "\r")+1:]; len([]rune(last)) > maxLineWidth {
+		t.Errorf("a status line of %d runes: it would wrap and break the rewriting", len([]rune(last)))
+	}
+}
+
+func TestBusyMachineIsSaid(t *testing.T) {
+	quiet := Machine{NumCPU: 2, LoadAvg: "0.20 0.10 0.05"}
+	busy := Machine{NumCPU: 2, LoadAvg: "3.10 2.00 1.00"}
+	if quiet.Busy() || !busy.Busy() || (Machine{LoadAvg: "unknown"}).Busy() {
+		t.Fatal("Busy misjudges the load average")
+	}
+	r := fakeResults()
+	r.Machine.LoadAvg = busy.LoadAvg
+	if !strings.Contains(Markdown(r), "shared the machine") {
+		t.Error("a busy run's report does not say so")
+	}
+	r.Machine.LoadAvg = quiet.LoadAvg
+	if strings.Contains(Markdown(r), "shared the machine") {
+		t.Error("a quiet run's report says it was busy")
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct{ got, want string }{
+		{ns(999), "999 ns"}, {ns(1500), "1.50 µs"}, {ns(12_345_678), "12.3 ms"}, {ns(-2_690_000), "−2.69 ms"},
+		{ratio(50, 100), "0.50×"}, {ratio(1, 0), "—"}, {count(1_000_000), "1M"}, {count(100_000), "100k"}, {count(0), "0"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+// fakeResults is a small, complete set of results for two contenders, the
+// second at half the baseline's cost everywhere.
+func fakeResults() *Results {
+	cs, _ := contender.Select("hashedwheel")
+	r := &Results{
+		Machine:     Machine{CPUModel: "Test CPU 9000", NumCPU: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", LoadAvg: "0.10 0.20 0.30", Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
+		Mode:        "quick",
+		ChartFormat: "svg",
+		Contenders:  cs,
+		ChurnParams: scenario.ChurnParams{Pending: []int{0, 1000}, Config: contender.Config{Tick: time.Millisecond, WheelSize: 8}},
+		RatioParams: scenario.RatioParams{Tick: time.Millisecond, Delay: time.Second, Pending: 10, Ratios: []float64{1, 8}},
+		StormParams: scenario.StormParams{N: 10},
+	}
+	for i, c := range cs {
+		f := float64(2 - i) // baseline 2, the other 1
+		for _, n := range r.ChurnParams.Pending {
+			for _, g := range []int{1, 2} {
+				r.Churn = append(r.Churn, scenario.ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, NsPerOp: 100 * f, CPUNsPerOp: 120 * f})
+			}
+		}
+		for _, x := range r.RatioParams.Ratios {
+			r.Ratio = append(r.Ratio, scenario.RatioRow{Contender: c.Name, Ratio: x, WheelSize: 8, CPUPerTimeout: 1000 * f * x, CPUPerTick: 10 * f})
+		}
+		r.Storm = append(r.Storm, scenario.StormRow{Contender: c.Name, ScheduleNsPerOp: 100 * f, LastAfterDue: time.Duration(f) * time.Millisecond})
+		for _, busy := range []bool{false, true} {
+			r.Lateness = append(r.Lateness, scenario.LatenessRow{Contender: c.Name, Busy: busy, P50: time.Millisecond, P99: time.Duration(f) * time.Millisecond,
+				Min: -time.Millisecond * time.Duration(i), Max: 3 * time.Millisecond, Samples: []int64{-1e6, 0, 1e6, 2e6}})
+		}
+		r.Memory = append(r.Memory, scenario.MemoryRow{Contender: c.Name, BytesPerPending: 64 * f, GCCPUFull: time.Millisecond})
+		r.Idle = append(r.Idle, scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Percent: 1})
+	}
+	return r
+}
+
+func TestMarkdownNamesTheMachineAndComparesWithTheBaseline(t *testing.T) {
+	md := Markdown(fakeResults())
+	for _, want := range []string{
+		"Test CPU 9000", "go1.26.8", "| 2 | 2 |", "0.10 0.20 0.30", "2026-01-02",
+		"belong to this machine", "(0.50×)", "(1.00×)",
+		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.",
+		"bench-pending.svg", "bench-crossover.svg", "bench-lateness.svg",
+		"What could not be measured cleanly",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report lacks %q", want)
+		}
+	}
+}
+
+func TestWriteChartsWritesEveryChart(t *testing.T) {
+	for _, empty := range []bool{false, true} {
+		r := fakeResults()
+		if empty { // a run narrowed to other scenarios still draws, empty
+			r.Churn, r.Ratio, r.Lateness = nil, nil, nil
+		}
+		dir := t.TempDir()
+		if err := WriteCharts(r, dir); err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{ChartPending, ChartCrossover, ChartLateness} {
+			b, err := os.ReadFile(filepath.Join(dir, name+".svg"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Contains(b, []byte("<svg")) {
+				t.Errorf("%s is not an SVG", name)
+			}
+		}
+	}
+}

@@ -1,0 +1,54 @@
+package report
+
+import (
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
+)
+
+// Results is everything one run of the matrix measured, with the
+// parameters it measured it with.
+type Results struct {
+	Machine Machine
+	Mode    string // "quick", "full" or "long"
+	// ChartFormat is "svg" or "png".
+	ChartFormat string
+	Took        time.Duration
+	Contenders  []contender.Contender
+
+	ChurnParams    scenario.ChurnParams
+	Churn          []scenario.ChurnRow
+	RatioParams    scenario.RatioParams
+	Ratio          []scenario.RatioRow
+	StormParams    scenario.StormParams
+	Storm          []scenario.StormRow
+	LatenessParams scenario.LatenessParams
+	Lateness       []scenario.LatenessRow
+	MemoryParams   scenario.MemoryParams
+	Memory         []scenario.MemoryRow
+	IdleParams     scenario.IdleParams
+	Idle           []scenario.IdleRow
+	IdleBaseline   float64
+
+	// Notes are the scenarios' own remarks: what did not go cleanly.
+	Notes []string
+	// Logs are what the timers under test logged.
+	Logs []string
+	// Durations are the scenarios' run times, in order.
+	Durations []Duration
+}
+
+// Duration is how long one scenario took.
+type Duration struct {
+	Name string
+	Took time.Duration
+}
+
+// Chart file names, without their extension (ChartFormat), relative to
+// the output directory and to the report.
+const (
+	ChartPending   = "bench-pending"
+	ChartCrossover = "bench-crossover"
+	ChartLateness  = "bench-lateness"
+)

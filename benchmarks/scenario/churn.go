@@ -1,0 +1,140 @@
+package scenario
+
+import (
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+)
+
+// ChurnParams shapes scenarios 1 and 2: schedule + cancel pairs, the
+// dominant real workload (most timeouts are cancelled), with N timeouts
+// already pending that do not fire during the measurement.
+type ChurnParams struct {
+	Config contender.Config
+	// Pending lists the N to measure at; 0 is scenario 1.
+	Pending []int
+	// Delay is the delay of each churned timeout, inside the wheel's span.
+	Delay time.Duration
+	// PendingDelay and PendingSpread place the pre-existing timeouts.
+	PendingDelay, PendingSpread time.Duration
+	// Window is the length of one run; Runs the number of runs.
+	Window time.Duration
+	Runs   int
+}
+
+// ChurnRow is one contender at one N and goroutine count. Figures are
+// medians over the runs, per schedule+cancel pair.
+type ChurnRow struct {
+	Contender  string
+	Pending    int
+	Goroutines int // 1: serial; GOMAXPROCS: parallel
+	// NsPerOp is wall time over pairs: with several goroutines, aggregate
+	// throughput, not per-call latency.
+	NsPerOp float64
+	// CPUNsPerOp is process CPU time over pairs: it includes the timer's own
+	// goroutines (a wheel's worker, go-zero's loop) and the GC.
+	CPUNsPerOp  float64
+	BytesPerOp  float64
+	AllocsPerOp float64
+	RunNs       []float64 // NsPerOp of each run
+	Setup       time.Duration
+	Errors      int64
+}
+
+// Churn runs scenarios 1 and 2 on every contender.
+func Churn(p ChurnParams, cs []contender.Contender, prog Progress) ([]ChurnRow, []string) {
+	var rows []ChurnRow
+	var notes []string
+	parallel := runtime.GOMAXPROCS(0)
+	for _, n := range p.Pending {
+		for _, c := range cs {
+			status(prog, "churn: %s, filling %d pending", c.Name, n)
+			t, err := c.New(p.Config)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("churn: %s: %v", c.Name, err))
+				continue
+			}
+			start := time.Now()
+			handles := make([]contender.Handle, n)
+			if err := fill(t, handles, p.PendingDelay, p.PendingSpread); err != nil {
+				notes = append(notes, fmt.Sprintf("churn: %s: %v", c.Name, err))
+				release(c, t, nil)
+				continue
+			}
+			setup := time.Since(start)
+			modes := []int{1, parallel}
+			if parallel == 1 {
+				modes = modes[:1]
+			}
+			for _, g := range modes {
+				row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: setup}
+				var ns, cpu, bytes, allocs []float64
+				for r := range p.Runs {
+					status(prog, "churn: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
+					d, ops, errs := churnRun(t, g, p.Delay, p.Window)
+					row.Errors += errs
+					if ops == 0 {
+						continue
+					}
+					f := float64(ops)
+					ns = append(ns, float64(d.wall)/f)
+					if d.cpuOK {
+						cpu = append(cpu, float64(d.cpu)/f)
+					}
+					bytes = append(bytes, float64(d.bytes)/f)
+					allocs = append(allocs, float64(d.mallocs)/f)
+				}
+				row.RunNs = ns
+				row.NsPerOp, row.CPUNsPerOp = median(ns), median(cpu)
+				row.BytesPerOp, row.AllocsPerOp = median(bytes), median(allocs)
+				if row.Errors > 0 {
+					notes = append(notes, fmt.Sprintf("churn: %s, N=%d, %d goroutine(s): %d Schedule errors",
+						c.Name, n, g, row.Errors))
+				}
+				rows = append(rows, row)
+			}
+			release(c, t, handles)
+		}
+	}
+	return rows, notes
+}
+
+// churnRun runs schedule+cancel pairs on the given number of goroutines for
+// window and returns the process-wide deltas and the number of pairs.
+func churnRun(t contender.Timer, goroutines int, delay, window time.Duration) (delta, int64, int64) {
+	runtime.GC()
+	var (
+		stop        atomic.Bool
+		total, errs atomic.Int64
+		wg          sync.WaitGroup
+	)
+	start := takeSample(true)
+	for range goroutines {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var n, e int64
+			for !stop.Load() {
+				for range 64 {
+					h, err := t.Schedule(delay, noop)
+					if err != nil {
+						e++
+						continue
+					}
+					t.Cancel(h)
+					n++
+				}
+			}
+			total.Add(n)
+			errs.Add(e)
+		}()
+	}
+	time.Sleep(window)
+	stop.Store(true)
+	wg.Wait()
+	return takeSample(true).since(start), total.Load(), errs.Load()
+}

@@ -1,0 +1,135 @@
+package scenario
+
+import (
+	"math"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+)
+
+// These tests run every scenario at a toy size on every contender: they
+// check that the harness measures what it claims (each row present, figures
+// finite and positive, nothing lost) and hold the never-early contenders to
+// a non-negative lateness. Speed is the benchmarks' business, not theirs.
+
+var small = contender.Config{Tick: time.Millisecond, WheelSize: 16}
+
+func byName() map[string]contender.Contender {
+	m := map[string]contender.Contender{}
+	for _, c := range contender.All() {
+		m[c.Name] = c
+	}
+	return m
+}
+
+func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
+
+func TestChurnMeasuresEveryContender(t *testing.T) {
+	cs := contender.All()
+	rows, notes := Churn(ChurnParams{Config: small, Pending: []int{0, 1000}, Delay: 5 * time.Millisecond,
+		PendingDelay: time.Hour, PendingSpread: time.Second, Window: 5 * time.Millisecond, Runs: 1}, cs, nil)
+	modes := 2 // one goroutine and GOMAXPROCS, unless that is one too
+	if runtime.GOMAXPROCS(0) == 1 {
+		modes = 1
+	}
+	if want := 2 * modes * len(cs); len(rows) != want {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
+	}
+	for _, r := range rows {
+		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 {
+			t.Errorf("%s N=%d g=%d: ns/op %v B/op %v errors %d", r.Contender, r.Pending, r.Goroutines, r.NsPerOp, r.BytesPerOp, r.Errors)
+		}
+	}
+}
+
+func TestRatioKeepsUp(t *testing.T) {
+	cs := contender.All()
+	p := RatioParams{Tick: time.Millisecond, Delay: 64 * time.Millisecond, Pending: 200, Ratios: []float64{0.5, 32},
+		Warmup: 5 * time.Millisecond, Window: 20 * time.Millisecond, Runs: 1}
+	rows, notes := Ratio(p, cs, nil)
+	if len(rows) != 2*len(cs) {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
+	}
+	for _, r := range rows {
+		if !positive(r.CPUPerTimeout) || r.WheelSize != map[float64]int{0.5: 128, 32: 2}[r.Ratio] {
+			t.Errorf("%s at %g: CPU/timeout %v, wheel size %d", r.Contender, r.Ratio, r.CPUPerTimeout, r.WheelSize)
+		}
+	}
+}
+
+func TestStormRunsEveryTask(t *testing.T) {
+	cs := contender.All()
+	names := byName()
+	rows, notes := Storm(StormParams{Config: small, N: 2000, Spread: 10 * time.Millisecond, Runs: 1, Patience: 20 * time.Second}, cs, nil)
+	if len(rows) != len(cs) {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), len(cs), notes)
+	}
+	for _, r := range rows {
+		if r.TimedOut != 0 || !positive(r.ScheduleNsPerOp) || r.PeakGoroutines < 1 {
+			t.Errorf("%s: %+v", r.Contender, r)
+		}
+		if names[r.Contender].NeverEarly && r.LastAfterDue < 0 {
+			t.Errorf("%s: last task ran %v before the last deadline", r.Contender, -r.LastAfterDue)
+		}
+	}
+}
+
+func TestLatenessNeverNegativeForNeverEarlyTimers(t *testing.T) {
+	cs := contender.All()
+	names := byName()
+	rows, notes := Lateness(LatenessParams{Config: small, PerRun: 200, Bursts: 4, BurstEvery: 2 * time.Millisecond,
+		MinDelay: 2 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Runs: 1, Patience: 20 * time.Second}, cs, nil)
+	if len(rows) != 2*len(cs) {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
+	}
+	for _, r := range rows {
+		if r.Lost != 0 || len(r.Samples) != 200 || r.P50 > r.P99 || r.P99 > r.P999 || r.Min > r.P50 || r.P999 > r.Max {
+			t.Errorf("%s busy=%v: lost %d, %d samples, min %v p50 %v p99 %v p999 %v max %v",
+				r.Contender, r.Busy, r.Lost, len(r.Samples), r.Min, r.P50, r.P99, r.P999, r.Max)
+		}
+		if names[r.Contender].NeverEarly && r.Min < 0 {
+			t.Errorf("%s busy=%v: a task ran %v early", r.Contender, r.Busy, -r.Min)
+		}
+	}
+}
+
+func TestMemoryMeasuresEveryContender(t *testing.T) {
+	cs := contender.All()
+	rows, notes := Memory(MemoryParams{Config: small, Pending: 2000, PendingDelay: time.Hour, PendingSpread: time.Second,
+		Settle: 5 * time.Millisecond, ChurnRate: 10_000, ChurnFor: 20 * time.Millisecond, Collections: 1}, cs, nil)
+	if len(rows) != len(cs) {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), len(cs), notes)
+	}
+	for _, r := range rows {
+		// Every contender keeps at least a pointer per pending timeout.
+		if r.BytesPerPending < 8 || !positive(r.AchievedRate) || r.GCWallFull <= 0 {
+			t.Errorf("%s: %+v", r.Contender, r)
+		}
+	}
+}
+
+func TestIdleMeasuresEveryContender(t *testing.T) {
+	cs := contender.All()
+	rows, _, notes := Idle(IdleParams{Ticks: []time.Duration{10 * time.Millisecond}, WheelSize: 16,
+		Window: 20 * time.Millisecond, Runs: 1}, cs, nil)
+	if len(rows) != 2*len(cs) {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
+	}
+}
+
+func TestQuantileIsNearestRank(t *testing.T) {
+	s := []int64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}
+	for _, tc := range []struct {
+		q    float64
+		want int64
+	}{{0, 1}, {0.5, 5}, {0.99, 10}, {1, 10}, {0.1, 1}, {0.11, 2}} {
+		if got := quantile(s, tc.q); got != tc.want {
+			t.Errorf("quantile(%v) = %d, want %d", tc.q, got, tc.want)
+		}
+	}
+	if m := median([]float64{3, 1, 2, 10}); m != 2.5 {
+		t.Errorf("median = %v, want 2.5", m)
+	}
+}
