@@ -7,7 +7,7 @@ MODULES       := . benchmarks
 FUZZTIME      ?= 30s
 SOAK_DURATION ?= 3m
 
-.PHONY: all test lint unit bench bench-quick cover demo fuzz fuzz-quick soak soak-quick
+.PHONY: all test lint unit bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick
 
 all: test
 
@@ -29,9 +29,16 @@ unit:
 		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; \
 	done
 
-## bench: the whole benchmark matrix; writes docs/benchmarks.md and charts.
-bench:
+## bench: the core's Go benchmarks beside time.AfterFunc, then the whole
+## comparison matrix, which rewrites docs/benchmarks.md and the charts.
+bench: bench-core
 	cd benchmarks && $(GO) run ./cmd/report -out ../docs
+
+## bench-core: the core's Go benchmarks; ratios to time.AfterFunc from the same run.
+bench-core:
+	$(GO) test -run '^$$' -bench 'NewTimeoutCancel' -benchmem -count 5 ./hashedwheel
+	$(GO) test -run '^$$' -bench 'Storm|Memory|Idle' -benchtime 5x -count 1 ./hashedwheel
+	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./mpsc
 
 ## bench-quick: a reduced matrix in under a minute, written to a scratch dir.
 bench-quick:
