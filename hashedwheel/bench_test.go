@@ -22,19 +22,6 @@ func noop() {}
 
 var noopTask = TaskFunc(func(Timeout) {})
 
-func newBenchTimer(b *testing.B, opts ...Option) *HashedWheelTimer {
-	b.Helper()
-	h, err := New(opts...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { h.Stop() })
-	return h
-}
-
 // afterFuncStopNs measures time.AfterFunc+Stop, serially or on every P, and
 // returns ns per pair.
 func afterFuncStopNs(n int, parallel bool) float64 {
@@ -72,7 +59,7 @@ func reportRatio(b *testing.B, parallel bool) {
 // BenchmarkNewTimeoutCancel is the common path of request timeouts:
 // schedule, then cancel before the deadline, on one goroutine.
 func BenchmarkNewTimeoutCancel(b *testing.B) {
-	h := newBenchTimer(b)
+	h := startTimer(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	newTimeoutCancelNs(h, b.N)
@@ -81,7 +68,7 @@ func BenchmarkNewTimeoutCancel(b *testing.B) {
 
 // BenchmarkNewTimeoutCancelParallel is the same on every P at once.
 func BenchmarkNewTimeoutCancelParallel(b *testing.B) {
-	h := newBenchTimer(b)
+	h := startTimer(b)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -110,7 +97,7 @@ func newTimeoutCancelNs(h *HashedWheelTimer, n int) float64 {
 // ("x-empty").
 func BenchmarkNewTimeoutCancelPending(b *testing.B) {
 	const pending = 1_000_000
-	h := newBenchTimer(b)
+	h := startTimer(b)
 	for i := 0; i < pending; i++ {
 		if _, err := h.NewTimeout(noopTask, benchDelay+time.Duration(i)*time.Millisecond); err != nil {
 			b.Fatal(err)
@@ -134,7 +121,7 @@ func BenchmarkNewTimeoutCancelPending(b *testing.B) {
 	}
 	b.StopTimer()
 	pendingNs := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	empty := newBenchTimer(b)
+	empty := startTimer(b)
 	b.ReportMetric(pendingNs/newTimeoutCancelNs(empty, b.N), "x-empty")
 	reportRatio(b, false)
 }
@@ -247,7 +234,7 @@ const (
 func BenchmarkExpiryStorm(b *testing.B) {
 	var results stormResults
 	for i := 0; i < b.N; i++ {
-		h := newBenchTimer(b, WithTickDuration(time.Millisecond))
+		h := startTimer(b, WithTickDuration(time.Millisecond))
 		s := newStorm(stormSize)
 		runtime.GC()
 		start := time.Now()
@@ -297,7 +284,7 @@ func BenchmarkIdle(b *testing.B) {
 		// Let the collector and the scavenger finish with what earlier
 		// benchmarks left, so that their work is not counted here.
 		debug.FreeOSMemory()
-		h := newBenchTimer(b, WithTickDuration(time.Millisecond))
+		h := startTimer(b, WithTickDuration(time.Millisecond))
 		fired := make(chan struct{})
 		if _, err := h.AfterFunc(0, func() { close(fired) }); err != nil {
 			b.Fatal(err)

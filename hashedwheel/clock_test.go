@@ -31,16 +31,7 @@ import (
 // tasks run inline, stopped when the test ends.
 func clkNewTimer(tb testing.TB, c clock.Clock, opts ...Option) *HashedWheelTimer {
 	tb.Helper()
-	opts = append([]Option{WithExecutor(pool.Inline), WithLogger(modelDiscardLogger()), withClock(c)}, opts...)
-	h, err := New(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { h.Stop() })
-	return h
+	return startTimer(tb, append([]Option{WithExecutor(pool.Inline), WithLogger(modelDiscardLogger()), withClock(c)}, opts...)...)
 }
 
 // clkRecorder counts the runs of a task and the fake clock at each.
@@ -314,37 +305,18 @@ func TestClockHugeTickDoesNotBusyLoop(t *testing.T) {
 		t.Run(tick.String(), func(t *testing.T) {
 			fake := clock.NewFake(1) // a real clock reads about 1µs at the start
 			h := clkNewTimer(t, fake, WithTickDuration(tick), WithTicksPerWheel(1))
-			clkSettleBounded(t, fake, h, 2*time.Second)
+			settleWithin(t, fake, h, 2*time.Second)
 			if _, err := h.NewTimeout(TaskFunc(func(Timeout) {}), time.Hour); err != nil {
 				t.Fatal(err)
 			}
-			clkSettleBounded(t, fake, h, 2*time.Second)
+			settleWithin(t, fake, h, 2*time.Second)
 			fake.Advance(time.Hour)
-			clkSettleBounded(t, fake, h, 2*time.Second)
+			settleWithin(t, fake, h, 2*time.Second)
 			if p := h.PendingTimeouts(); p != 1 {
 				t.Fatalf("pending %d", p)
 			}
 		})
 	}
-}
-
-// clkSettleBounded is fuzzSettle with a shorter bound, for tests where the
-// worker has next to nothing to do.
-func clkSettleBounded(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer, bound time.Duration) {
-	tb.Helper()
-	done := make(chan struct{})
-	go func() {
-		fake.Settle()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return
-	case <-time.After(bound):
-	}
-	h.Stop()
-	<-done
-	tb.Fatalf("the worker did not fall asleep within %v: it busy-loops", bound)
 }
 
 // clkGatedClock wraps a fake clock so that a worker woken from its idle

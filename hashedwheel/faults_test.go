@@ -100,15 +100,7 @@ func faultLogger() (*fuzzLog, *slog.Logger) {
 func faultNewTimer(tb testing.TB, logger *slog.Logger, opts ...Option) (*HashedWheelTimer, *clock.Fake) {
 	tb.Helper()
 	fake := clock.NewFake(0)
-	opts = append([]Option{WithTickDuration(testTick), WithLogger(logger), withClock(fake)}, opts...)
-	h, err := New(opts...)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if err := h.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	tb.Cleanup(func() { h.Stop() })
+	h := startTimer(tb, append([]Option{WithTickDuration(testTick), WithLogger(logger), withClock(fake)}, opts...)...)
 	fake.Settle()
 	return h, fake
 }

@@ -215,27 +215,10 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 // processes at most fuzzMaxTicks ticks, far less than this.
 const fuzzSettleTimeout = 5 * time.Second
 
-// fuzzSettle waits for the worker to fall asleep, as fake.Settle does, but
-// fails the test instead of hanging if it never does: a worker that
-// busy-loops without sleeping is a bug, not a reason to hang the suite.
+// fuzzSettle is settleWithin with the fuzz targets' bound.
 func fuzzSettle(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer) {
 	tb.Helper()
-	done := make(chan struct{})
-	go func() {
-		fake.Settle()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return
-	case <-time.After(fuzzSettleTimeout):
-	}
-	msg := fmt.Sprintf("the worker did not fall asleep within %v: it busy-loops (fake clock %d, stats %+v)",
-		fuzzSettleTimeout, fake.Now(), h.Stats())
-	// Stop ends the worker's loop, which releases the sleeper and Settle.
-	h.Stop()
-	<-done
-	tb.Fatal(msg)
+	settleWithin(tb, fake, h, fuzzSettleTimeout)
 }
 
 // fuzzHangAfter is how long one fuzz input may run: each takes
