@@ -49,3 +49,53 @@ func (h *HashedWheelTimer) callCancelled(hook cancelledHook, t *timeout) {
 	}()
 	hook.Cancelled(t)
 }
+
+// processCancellations unlinks every timeout whose cancellation reached the
+// worker.
+func (w *worker) processCancellations() {
+	for i := range w.timer.shards {
+		q := w.timer.shards[i].cancels
+		for !w.stopped {
+			t, ok := q.Pop()
+			if !ok {
+				break
+			}
+			w.wheel.remove(t)
+			w.cancelled(t)
+			w.runHooks()
+		}
+	}
+	w.publishCancelled()
+}
+
+// cancelled completes the cancellation of t, except for its Cancelled
+// hook, which runHooks calls once the timeouts in hand are back in the
+// wheel or dropped: a hook may call Stop, and Stop must find every timeout
+// in a queue or in the wheel. Timeouts without a hook are counted in bulk
+// by publishCancelled.
+func (w *worker) cancelled(t *timeout) {
+	if cancelledHookOf(t.task) == nil {
+		w.uncounted++
+		return
+	}
+	w.hooked = append(w.hooked, t)
+}
+
+// runHooks counts the cancellations with a Cancelled hook and calls the
+// hooks, each only once its timeout is counted out, as a hook may schedule
+// at the pending limit.
+func (w *worker) runHooks() {
+	for i, t := range w.hooked {
+		w.hooked[i] = nil
+		w.timer.finishCancel(t)
+	}
+	w.hooked = w.hooked[:0]
+}
+
+// publishCancelled counts the cancellations completed since the last call.
+func (w *worker) publishCancelled() {
+	if w.uncounted > 0 {
+		w.timer.countCancelled(w.uncounted)
+		w.uncounted = 0
+	}
+}

@@ -5,20 +5,8 @@ import (
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/mpsc"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
-
-// maxTransfersPerTick bounds the new timeouts moved into the wheel per
-// tick, so that producers adding in a tight loop cannot starve expiry; the
-// rest wait for the following ticks (Netty's 100 000).
-const maxTransfersPerTick = 100_000
-
-// maxDiscardsPerTick bounds the timeouts cancelled while queued that one
-// tick drops. Netty counts them against the transfer limit, so schedule and
-// cancel churn faster than 100 000 per tick piled up in the queue; dropping
-// one costs far less than placing one, so they get a limit of their own.
-const maxDiscardsPerTick = 10 * maxTransfersPerTick
 
 // maxDeferredDue bounds the expired timeouts a late worker collects over
 // the ticks it catches up before handing them to the executor.
@@ -139,117 +127,6 @@ func (w *worker) runTick(now, lag int64) {
 	}
 }
 
-// processCancellations unlinks every timeout whose cancellation reached the
-// worker.
-func (w *worker) processCancellations() {
-	for i := range w.timer.shards {
-		q := w.timer.shards[i].cancels
-		for !w.stopped {
-			t, ok := q.Pop()
-			if !ok {
-				break
-			}
-			w.wheel.remove(t)
-			w.cancelled(t)
-			w.runHooks()
-		}
-	}
-	w.publishCancelled()
-}
-
-// cancelled completes the cancellation of t, except for its Cancelled
-// hook, which runHooks calls once the timeouts in hand are back in the
-// wheel or dropped: a hook may call Stop, and Stop must find every timeout
-// in a queue or in the wheel. Timeouts without a hook are counted in bulk
-// by publishCancelled.
-func (w *worker) cancelled(t *timeout) {
-	if cancelledHookOf(t.task) == nil {
-		w.uncounted++
-		return
-	}
-	w.hooked = append(w.hooked, t)
-}
-
-// runHooks counts the cancellations with a Cancelled hook and calls the
-// hooks, each only once its timeout is counted out, as a hook may schedule
-// at the pending limit.
-func (w *worker) runHooks() {
-	for i, t := range w.hooked {
-		w.hooked[i] = nil
-		w.timer.finishCancel(t)
-	}
-	w.hooked = w.hooked[:0]
-}
-
-// publishCancelled counts the cancellations completed since the last call.
-func (w *worker) publishCancelled() {
-	if w.uncounted > 0 {
-		w.timer.countCancelled(w.uncounted)
-		w.uncounted = 0
-	}
-}
-
-// transfer moves queued timeouts into the wheel, at most
-// maxTransfersPerTick of them, and drops those cancelled while queued, at
-// most maxDiscardsPerTick, starting from a different shard each tick. It
-// reports whether it found anything.
-func (w *worker) transfer() bool {
-	h := w.timer
-	transfers, discards := maxTransfersPerTick, maxDiscardsPerTick
-	var popped [transferBatch]*timeout
-	for i := 0; i < len(h.shards) && transfers > 0 && discards > 0; i++ {
-		q := h.shards[(w.nextShard+i)&int(h.shardMask)].intake
-		for transfers > 0 && discards > 0 {
-			// Each popped timeout takes from one of the two limits.
-			batch := popped[:min(transferBatch, transfers, discards)]
-			n := popBatch(q, batch)
-			if n == 0 {
-				break
-			}
-			// The timeouts were written on other cores: read their states
-			// first, with plain loads the processor overlaps, instead of
-			// paying one cache miss after another under compare-and-swap.
-			var states [transferBatch]int32
-			for j, t := range batch[:n] {
-				states[j] = t.state.Load()
-			}
-			for j, t := range batch[:n] {
-				if states[j] != stateCancelled && t.take() {
-					w.wheel.schedule(t)
-					transfers--
-				} else { // cancelled while queued
-					w.cancelled(t)
-					discards--
-				}
-				batch[j] = nil
-			}
-			w.runHooks()
-			if w.stopped { // a hook stopped the timer
-				w.publishCancelled()
-				return true
-			}
-		}
-	}
-	w.nextShard++
-	w.publishCancelled()
-	return transfers < maxTransfersPerTick || discards < maxDiscardsPerTick
-}
-
-// transferBatch is how many queued timeouts transfer pops at a time.
-const transferBatch = 64
-
-// popBatch pops up to len(buf) values of q into buf and returns how many.
-func popBatch(q *mpsc.Queue[timeout], buf []*timeout) int {
-	for i := range buf {
-		t, ok := q.Pop()
-		if !ok {
-			return i
-		}
-		buf[i] = t
-	}
-	return len(buf)
-}
-
 // instant returns the clock reading at offset after start, saturating at
 // clock.Forever instead of overflowing (a tick can be long enough that its
 // end lies beyond the clock's range).
@@ -280,46 +157,6 @@ func (w *worker) sleepUntilWoken() {
 	// other timeout made since fall in that tick or later, and if the worker
 	// woke late, that tick has ended and is processed at once.
 	w.wheel.skipTo(h.wokenAt.Load())
-}
-
-// shutdown ends the timer's work: it closes the queues, and cancels and
-// returns every timeout that neither expired nor was cancelled. It runs
-// on the worker goroutine, in the worker loop or in a Stop called by a task
-// running inline.
-func (w *worker) shutdown() []Timeout {
-	h := w.timer
-	w.stopped = true
-	result := make([]Timeout, 0, w.wheel.size)
-	stop := func(t *timeout) {
-		if t.cancelForStop() {
-			result = append(result, t)
-		}
-	}
-	for i := range h.shards {
-		q := h.shards[i].intake
-		q.Close()
-		drain(q, func(t *timeout) {
-			if t.cancelForStop() {
-				result = append(result, t)
-			} else { // cancelled while queued
-				h.finishCancel(t)
-			}
-		})
-	}
-	// Timeouts cancelled in a bucket are skipped here: their cancellation
-	// is in a cancels queue, drained below, or finished by Cancel itself
-	// once the queue is closed.
-	w.wheel.clear(stop)
-	for i := range h.shards {
-		q := h.shards[i].cancels
-		q.Close()
-		drain(q, h.finishCancel)
-	}
-	h.counters.returnedByStop.Add(uint64(len(result)))
-	if h.maxPending > 0 {
-		h.admitted.Add(-int64(len(result)))
-	}
-	return result
 }
 
 // exit releases what the worker held and lets Stop return.
