@@ -1,5 +1,7 @@
 package hierarchical
 
+import "container/heap"
+
 // delayQueue is a binary min-heap of buckets ordered by due time, Kafka's
 // DelayQueue. It holds buckets, not timeouts, so it stays as small as the
 // number of armed buckets (at most levels × wheelSize) whatever the number
@@ -13,15 +15,35 @@ type delayQueue struct {
 	items []*bucket
 }
 
-func (q *delayQueue) less(i, j int) bool {
+// Len, Less, Swap, Push and Pop make delayQueue a
+// container/heap.Interface; Swap keeps each bucket's index.
+
+func (q *delayQueue) Len() int { return len(q.items) }
+
+func (q *delayQueue) Less(i, j int) bool {
 	a, b := q.items[i], q.items[j]
 	return a.due < b.due || a.due == b.due && a.level.index < b.level.index
 }
 
-func (q *delayQueue) swap(i, j int) {
+func (q *delayQueue) Swap(i, j int) {
 	q.items[i], q.items[j] = q.items[j], q.items[i]
 	q.items[i].index = i
 	q.items[j].index = j
+}
+
+func (q *delayQueue) Push(x any) {
+	b := x.(*bucket)
+	b.index = len(q.items)
+	q.items = append(q.items, b)
+}
+
+func (q *delayQueue) Pop() any {
+	last := len(q.items) - 1
+	b := q.items[last]
+	q.items[last] = nil
+	q.items = q.items[:last]
+	b.index = -1
+	return b
 }
 
 // peek returns the bucket due first, or nil.
@@ -33,24 +55,11 @@ func (q *delayQueue) peek() *bucket {
 }
 
 // push queues b, which must not be queued.
-func (q *delayQueue) push(b *bucket) {
-	b.index = len(q.items)
-	q.items = append(q.items, b)
-	q.up(b.index)
-}
+func (q *delayQueue) push(b *bucket) { heap.Push(q, b) }
 
 // pop removes and returns the bucket due first; the queue must not be
 // empty.
-func (q *delayQueue) pop() *bucket {
-	last := len(q.items) - 1
-	q.swap(0, last)
-	b := q.items[last]
-	q.items[last] = nil
-	q.items = q.items[:last]
-	q.down(0)
-	b.index = -1
-	return b
-}
+func (q *delayQueue) pop() *bucket { return heap.Pop(q).(*bucket) }
 
 // clear empties the queue.
 func (q *delayQueue) clear() {
@@ -59,33 +68,4 @@ func (q *delayQueue) clear() {
 	}
 	clear(q.items)
 	q.items = q.items[:0]
-}
-
-func (q *delayQueue) up(i int) {
-	for i > 0 {
-		parent := (i - 1) / 2
-		if !q.less(i, parent) {
-			return
-		}
-		q.swap(i, parent)
-		i = parent
-	}
-}
-
-func (q *delayQueue) down(i int) {
-	n := len(q.items)
-	for {
-		child := 2*i + 1
-		if child >= n {
-			return
-		}
-		if right := child + 1; right < n && q.less(right, child) {
-			child = right
-		}
-		if !q.less(child, i) {
-			return
-		}
-		q.swap(i, child)
-		i = child
-	}
 }
