@@ -41,12 +41,7 @@ func cancelledHookOf(task TimerTask) cancelledHook {
 
 // callCancelled calls a Cancelled hook, recovering and logging a panic.
 func (h *HashedWheelTimer) callCancelled(hook cancelledHook, t *timeout) {
-	defer func() {
-		if r := recover(); r != nil {
-			h.config.logger.Error("hashedwheel: Cancelled hook panicked",
-				"timeout", t, "panic", r)
-		}
-	}()
+	defer h.logPanic("Cancelled hook", t)
 	hook.Cancelled(t)
 }
 

@@ -126,11 +126,14 @@ func safeExecute(e interface{ Execute(func()) error }, task func()) (err error) 
 
 // run runs the task, recovering and logging a panic.
 func (t *timeout) run() {
-	defer func() {
-		if r := recover(); r != nil {
-			t.timer.config.logger.Error("hashedwheel: TimerTask panicked",
-				"timeout", t, "panic", r)
-		}
-	}()
+	defer t.timer.logPanic("TimerTask", t)
 	t.task.Run(t)
+}
+
+// logPanic, deferred, recovers a panic of what ran for t and logs it: a
+// user's task or hook never takes the worker or a pool goroutine down.
+func (h *HashedWheelTimer) logPanic(what string, t *timeout) {
+	if r := recover(); r != nil {
+		h.config.logger.Error("hashedwheel: "+what+" panicked", "timeout", t, "panic", r)
+	}
 }
