@@ -13,19 +13,30 @@ const maxTransfersPerTick = 100_000
 // one costs far less than placing one, so they get a limit of their own.
 const maxDiscardsPerTick = 10 * maxTransfersPerTick
 
-// transfer moves queued timeouts into the wheel, at most
-// maxTransfersPerTick of them, and drops those cancelled while queued, at
-// most maxDiscardsPerTick, starting from a different shard each tick. It
-// reports whether it found anything.
-func (w *worker) transfer() bool {
+// maxDiscardsPerCatchUp bounds one pass of catchUpIntake, about a
+// millisecond of work, so that the worker looks at the clock often enough
+// to start the next tick on time.
+const maxDiscardsPerCatchUp = 1 << 16
+
+// transfer moves queued timeouts into the wheel, while the tick's transfer
+// budget lasts, and drops those cancelled while queued, at most discards of
+// them, starting from a different shard each call. It reports whether it
+// found anything, and records in w.backlog whether it stopped at the
+// discard limit with timeouts still queued.
+func (w *worker) transfer(discards int) bool {
 	h := w.timer
-	transfers, discards := maxTransfersPerTick, maxDiscardsPerTick
+	budget := discards
+	w.backlog = false
 	var popped [transferBatch]*timeout
-	for i := 0; i < len(h.shards) && transfers > 0 && discards > 0; i++ {
+	for i := 0; i < len(h.shards) && w.transfersLeft > 0; i++ {
 		q := h.shards[(w.nextShard+i)&int(h.shardMask)].intake
-		for transfers > 0 && discards > 0 {
+		for w.transfersLeft > 0 {
+			if discards == 0 {
+				w.backlog = true
+				break
+			}
 			// Each popped timeout takes from one of the two limits.
-			batch := popped[:min(transferBatch, transfers, discards)]
+			batch := popped[:min(transferBatch, w.transfersLeft, discards)]
 			n := popBatch(q, batch)
 			if n == 0 {
 				break
@@ -40,7 +51,7 @@ func (w *worker) transfer() bool {
 			for j, t := range batch[:n] {
 				if states[j] != stateCancelled && t.take() {
 					w.wheel.schedule(t)
-					transfers--
+					w.transfersLeft--
 				} else { // cancelled while queued
 					w.cancelled(t)
 					discards--
@@ -56,7 +67,20 @@ func (w *worker) transfer() bool {
 	}
 	w.nextShard++
 	w.publishCancelled()
-	return transfers < maxTransfersPerTick || discards < maxDiscardsPerTick
+	return w.transfersLeft < maxTransfersPerTick || discards < budget
+}
+
+// catchUpIntake keeps dropping timeouts cancelled while queued, and
+// transferring within what is left of the tick's budget, between the end of
+// a tick that hit its discard limit and the end of the next, at instant end.
+// Schedule-and-cancel churn faster than the discard limit would otherwise
+// grow the queues, and the memory they hold, without bound.
+func (w *worker) catchUpIntake(end int64) {
+	h := w.timer
+	for w.backlog && !w.stopped && h.clock.Now()-h.startNanos < end {
+		w.transfer(maxDiscardsPerCatchUp)
+	}
+	w.backlog = false
 }
 
 // transferBatch is how many queued timeouts transfer pops at a time.

@@ -239,6 +239,34 @@ func TestTransferIsCappedPerTick(t *testing.T) {
 	assert.Zero(t, h.PendingTimeouts())
 }
 
+func TestChurnBeyondDiscardLimitIsDroppedBeforeNextTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	// More cancelled-while-queued timeouts than one tick may drop, and than
+	// one catch-up pass may: the rest must not wait for later ticks, or
+	// churn faster than the limit would grow the queues without bound.
+	const n = maxDiscardsPerTick + 2*maxDiscardsPerCatchUp + 1
+	for i := 0; i < n; i++ {
+		timeout, err := h.NewTimeout(noopTask, time.Hour)
+		require.NoError(t, err)
+		require.True(t, timeout.Cancel())
+	}
+	fired := false
+	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired = true }), testTick)
+	require.NoError(t, err)
+	fake.Settle()
+	require.Zero(t, h.Stats().Cancelled, "nothing is dropped before the first tick ends")
+
+	fake.Advance(testTick)
+	fake.Settle()
+	stats := h.Stats()
+	assert.Equal(t, uint64(n), stats.Cancelled, "all dropped before the next tick")
+	assert.Equal(t, uint64(1), stats.Ticks, "catching up runs no tick")
+	assert.Equal(t, int64(1), h.PendingTimeouts(), "the live timeout behind them is in the wheel")
+
+	advance(fake, testTick)
+	assert.True(t, fired, "it fires on its own tick")
+}
+
 func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {
 	const size = 4
 	h, fake := newFakeTimer(t, WithTicksPerWheel(size))

@@ -20,18 +20,20 @@ const lingerTime = 50 * time.Millisecond
 // worker is the goroutine that owns the wheel. Everything here but the
 // timer's atomics is touched by the worker alone.
 type worker struct {
-	timer       *HashedWheelTimer
-	wheel       *wheel
-	due         []*timeout // expired timeouts not yet handed to the executor
-	sortScratch []deadlineOf
-	nextShard   int  // the intake shard drained first, rotated for fairness
-	inline      bool // the executor is pool.Inline: no batching
-	stopped     bool
-	maxLag      int64
-	uncounted   int        // cancellations completed but not yet counted
-	hooked      []*timeout // cancellations whose Cancelled hook is yet to run
-	quietTicks  int        // ticks in a row with nothing to do
-	lingerTicks int        // quiet ticks before the worker falls asleep
+	timer         *HashedWheelTimer
+	wheel         *wheel
+	due           []*timeout // expired timeouts not yet handed to the executor
+	sortScratch   []deadlineOf
+	nextShard     int  // the intake shard drained first, rotated for fairness
+	transfersLeft int  // of the current tick's maxTransfersPerTick
+	backlog       bool // the last transfer stopped at its discard limit
+	inline        bool // the executor is pool.Inline: no batching
+	stopped       bool
+	maxLag        int64
+	uncounted     int        // cancellations completed but not yet counted
+	hooked        []*timeout // cancellations whose Cancelled hook is yet to run
+	quietTicks    int        // ticks in a row with nothing to do
+	lingerTicks   int        // quiet ticks before the worker falls asleep
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
@@ -66,6 +68,10 @@ func (w *worker) run() {
 			if w.stopped { // a task running inline called Stop
 				return
 			}
+			if w.backlog {
+				w.catchUpIntake(end)
+				continue
+			}
 			if w.quietTicks >= w.lingerTicks && w.wheel.size == 0 && h.intakeEmpty() {
 				w.sleepUntilWoken()
 			} else {
@@ -94,7 +100,8 @@ func (w *worker) runTick(now, lag int64) {
 	if w.stopped { // a Cancelled hook stopped the timer
 		return
 	}
-	active := w.transfer()
+	w.transfersLeft = maxTransfersPerTick
+	active := w.transfer(maxDiscardsPerTick)
 	if w.stopped { // a Cancelled hook stopped the timer
 		return
 	}
