@@ -13,10 +13,10 @@ const maxTransfersPerTick = 100_000
 // one costs far less than placing one, so they get a limit of their own.
 const maxDiscardsPerTick = 10 * maxTransfersPerTick
 
-// maxDiscardsPerCatchUp bounds one pass of catchUpIntake, about a
+// maxDiscardsPerCatchUp bounds one pass of catchUpIntake, a fraction of a
 // millisecond of work, so that the worker looks at the clock often enough
-// to start the next tick on time.
-const maxDiscardsPerCatchUp = 1 << 16
+// to start the next tick on time even with a 1ms tick.
+const maxDiscardsPerCatchUp = 1 << 14
 
 // transfer moves queued timeouts into the wheel, while the tick's transfer
 // budget lasts, and drops those cancelled while queued, at most discards of
