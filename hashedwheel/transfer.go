@@ -25,7 +25,7 @@ const maxDiscardsPerCatchUp = 1 << 14
 // discard limit with timeouts still queued.
 func (w *worker) transfer(discards int) bool {
 	h := w.timer
-	budget := discards
+	transfersBefore, discardsBefore := w.transfersLeft, discards
 	w.backlog = false
 	var popped [transferBatch]*timeout
 	for i := 0; i < len(h.shards) && w.transfersLeft > 0; i++ {
@@ -67,7 +67,7 @@ func (w *worker) transfer(discards int) bool {
 	}
 	w.nextShard++
 	w.publishCancelled()
-	return w.transfersLeft < maxTransfersPerTick || discards < budget
+	return w.transfersLeft < transfersBefore || discards < discardsBefore
 }
 
 // catchUpIntake keeps dropping timeouts cancelled while queued, and
