@@ -37,12 +37,7 @@ func TestOwnExecutorReleasedByStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	if _, err := tm.AfterFunc(time.Millisecond, func() { close(done) }); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	tm.Stop() // goleak in TestMain fails the package if the pool survives
+	timertest.OwnExecutorReleasedByStop(t, tm)
 }
 
 func TestLevelsGrowWithDelay(t *testing.T) {

@@ -2,7 +2,6 @@ package minheap_test
 
 import (
 	"testing"
-	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/internal/timertest"
 	"github.com/wheeltimer/wheeltimer/benchmarks/minheap"
@@ -26,15 +25,7 @@ func TestOwnExecutorReleasedByStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	if _, err := tm.AfterFunc(time.Millisecond, func() { close(done) }); err != nil {
-		t.Fatal(err)
-	}
-	<-done
-	if n := tm.PendingTimeouts(); n != 0 {
-		t.Fatalf("PendingTimeouts = %d after the only timeout fired", n)
-	}
-	tm.Stop() // goleak in TestMain fails the package if the pool survives
+	timertest.OwnExecutorReleasedByStop(t, tm)
 }
 
 func TestInvalidOptions(t *testing.T) {
