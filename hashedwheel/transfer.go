@@ -74,10 +74,11 @@ func (w *worker) transfer(discards int) bool {
 // transferring within what is left of the tick's budget, between the end of
 // a tick that hit its discard limit and the end of the next, at instant end.
 // Schedule-and-cancel churn faster than the discard limit would otherwise
-// grow the queues, and the memory they hold, without bound.
+// grow the queues, and the memory they hold, without bound. A Stop ends it
+// at once, as it ends the worker's sleep.
 func (w *worker) catchUpIntake(end int64) {
 	h := w.timer
-	for w.backlog && !w.stopped && h.clock.Now()-h.startNanos < end {
+	for w.backlog && !w.stopped && h.state.Load() != timerStopped && h.clock.Now()-h.startNanos < end {
 		w.transfer(maxDiscardsPerCatchUp)
 	}
 	w.backlog = false
