@@ -658,17 +658,6 @@ func TestFaultTaskReschedulesItself(t *testing.T) {
 	})
 }
 
-// faultRaceTask records that it ran.
-type faultRaceTask struct {
-	ran   atomic.Int32
-	total *faultCounter
-}
-
-func (f *faultRaceTask) Run(Timeout) {
-	f.ran.Add(1)
-	f.total.add()
-}
-
 // TestFaultStopRacesNewTimeoutAndCancel: producers on every core schedule
 // and cancel at full speed while two goroutines call Stop. Afterwards,
 // every accepted timeout ran exactly once, was cancelled by a successful
@@ -696,7 +685,7 @@ func TestFaultStopRacesNewTimeoutAndCancel(t *testing.T) {
 
 type faultRaceEntry struct {
 	to        Timeout
-	task      *faultRaceTask
+	task      *faultCountingTask
 	cancelled bool
 }
 
@@ -715,7 +704,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 	var ready, done sync.WaitGroup
 	startStop := make(chan struct{})
 	accepted := make([][]*faultRaceEntry, producers)
-	refused := make([][]*faultRaceTask, producers)
+	refused := make([][]*faultCountingTask, producers)
 	for p := 0; p < producers; p++ {
 		ready.Add(1)
 		done.Add(1)
@@ -726,7 +715,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 				if i == warmup {
 					ready.Done() // enough load built up: Stop may begin
 				}
-				task := &faultRaceTask{total: total}
+				task := &faultCountingTask{total: total}
 				to, err := h.NewTimeout(task, time.Duration(rng.Int64N(int64(4*time.Millisecond)))-time.Millisecond)
 				if err != nil {
 					if !errors.Is(err, ErrStopped) {
@@ -787,7 +776,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 	for p := range accepted {
 		for _, e := range accepted[p] {
 			nAccepted++
-			ran := int64(e.task.ran.Load())
+			ran := e.task.runs.Load()
 			outcomes := ran
 			if e.cancelled {
 				outcomes++
@@ -807,7 +796,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 		}
 		for _, task := range refused[p] {
 			nRefused++
-			if task.ran.Load() != 0 {
+			if task.runs.Load() != 0 {
 				t.Fatalf("a NewTimeout refused with ErrStopped ran its task")
 			}
 		}
