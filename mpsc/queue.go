@@ -43,10 +43,17 @@ type chunk[T any] struct {
 // New.
 //
 // Push costs one atomic add and one atomic store, and one chunk allocation
-// (8 bytes a slot) per chunkSize pushes. A producer never waits for the consumer. It waits for
-// another producer only in one case: when it crosses into a chunk whose
-// allocation was claimed by a producer that was suspended before linking
-// it, which is a window of a few instructions.
+// (8 bytes a slot) per chunkSize pushes. A producer never waits for the
+// consumer. It waits for another producer only in one case: when it crosses
+// into a chunk whose allocation was claimed by a producer that was
+// suspended before linking it, which is a window of a few instructions.
+//
+// Every Push writes the one shared producer index, so producers on
+// different cores that push into one queue at a high rate pass that cache
+// line back and forth on each push; a mutex that lets one core push a burst
+// while the others wait can then move more values per second. Producers
+// that push that often scale better over several queues, one per group of
+// producers, drained by the same consumer.
 type Queue[T any] struct {
 	_ cpu.CacheLinePad
 
