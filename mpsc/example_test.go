@@ -67,9 +67,12 @@ func ExampleQueue() {
 func ExampleQueue_Close() {
 	q := mpsc.New[int]()
 	one, two, three := 1, 2, 3
-	fmt.Println(q.Push(&one), q.Push(&two))
+	_, okOne := q.Push(&one)
+	_, okTwo := q.Push(&two)
+	fmt.Println(okOne, okTwo)
 	q.Close()
-	fmt.Println("push after Close:", q.Push(&three))
+	_, ok := q.Push(&three)
+	fmt.Println("push after Close:", ok)
 	for !q.Empty() {
 		if v, ok := q.Pop(); ok {
 			fmt.Println("drained", *v)

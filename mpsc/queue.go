@@ -81,11 +81,14 @@ func New[T any]() *Queue[T] {
 }
 
 // Push appends v to the queue and reports whether it was accepted. It
-// returns false after Close, and for a nil v; a refused v is never popped.
-// Push is safe for concurrent use by any number of goroutines.
-func (q *Queue[T]) Push(v *T) bool {
+// refuses v after Close, and a nil v; a refused v is never popped. An
+// accepted v also gets its index: the number of values the queue accepted
+// before it, so that a producer can act on every n-th value, say to wake a
+// sleeping consumer. Push is safe for concurrent use by any number of
+// goroutines.
+func (q *Queue[T]) Push(v *T) (index uint64, ok bool) {
 	if v == nil {
-		return false
+		return 0, false
 	}
 	// Load the chunk before claiming the index: the chunk was published
 	// after its base was claimed, so the index claimed below lies in it or
@@ -93,7 +96,7 @@ func (q *Queue[T]) Push(v *T) bool {
 	c := q.tailChunk.Load()
 	t := q.tail.Add(1) - 1
 	if t&closedBit != 0 {
-		return false
+		return 0, false
 	}
 	for t >= c.base+chunkSize {
 		c = q.nextChunk(c)
@@ -105,7 +108,7 @@ func (q *Queue[T]) Push(v *T) bool {
 		c.next.Store(&chunk[T]{base: c.base + chunkSize})
 	}
 	c.slots[off].Store(v)
-	return true
+	return t, true
 }
 
 // nextChunk returns the chunk after c, waiting for it to be linked, and

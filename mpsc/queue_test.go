@@ -33,7 +33,9 @@ func TestFIFOAcrossChunks(t *testing.T) {
 	assert.False(t, ok)
 	const n = 5*chunkSize + 3
 	for i := 0; i < n; i++ {
-		require.True(t, q.Push(ptr(i)))
+		index, ok := q.Push(ptr(i))
+		require.True(t, ok)
+		require.Equal(t, uint64(i), index, "the index counts the values accepted before")
 		if i%7 == 6 { // interleave pops with pushes
 			v, ok := q.Pop()
 			require.True(t, ok)
@@ -90,11 +92,14 @@ func TestManyProducers(t *testing.T) {
 
 func TestCloseRejectsLaterPushes(t *testing.T) {
 	q := New[string]()
-	require.True(t, q.Push(ptr("a")))
-	assert.False(t, q.Push(nil), "nil is refused")
+	_, ok := q.Push(ptr("a"))
+	require.True(t, ok)
+	_, ok = q.Push(nil)
+	assert.False(t, ok, "nil is refused")
 	q.Close()
 	q.Close() // no effect
-	assert.False(t, q.Push(ptr("b")))
+	_, ok = q.Push(ptr("b"))
+	assert.False(t, ok)
 	assert.False(t, q.Empty(), "a is still there")
 	assert.Equal(t, uint64(1), q.Pushed(), "failed pushes are not counted")
 	assert.Equal(t, []string{"a"}, popAll(q))
@@ -102,12 +107,14 @@ func TestCloseRejectsLaterPushes(t *testing.T) {
 }
 
 // TestCloseRacingPushes closes the queue while producers push: every push
-// that reported success is delivered, and no other.
+// that reported success is delivered, and no other, and the accepted pushes
+// hold the indexes 0 to n-1, each once.
 func TestCloseRacingPushes(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		q := New[int]()
 		const producers = 4
 		accepted := make([][]int, producers)
+		indexes := make([][]int, producers)
 		var wg sync.WaitGroup
 		start := make(chan struct{})
 		for p := 0; p < producers; p++ {
@@ -116,10 +123,12 @@ func TestCloseRacingPushes(t *testing.T) {
 				defer wg.Done()
 				<-start
 				for i := p; ; i += producers {
-					if !q.Push(ptr(i)) {
+					index, ok := q.Push(ptr(i))
+					if !ok {
 						return
 					}
 					accepted[p] = append(accepted[p], i)
+					indexes[p] = append(indexes[p], int(index))
 				}
 			}()
 		}
@@ -139,14 +148,19 @@ func TestCloseRacingPushes(t *testing.T) {
 			}
 		}
 		wg.Wait()
-		var want []int
-		for _, a := range accepted {
+		var want, gotIndexes []int
+		for p, a := range accepted {
 			want = append(want, a...)
+			gotIndexes = append(gotIndexes, indexes[p]...)
 		}
 		slices.Sort(want)
 		slices.Sort(popped)
 		require.Equal(t, want, popped)
 		require.Equal(t, uint64(len(want)), q.Pushed())
+		slices.Sort(gotIndexes)
+		for i, index := range gotIndexes {
+			require.Equal(t, i, index, "indexes of accepted pushes are 0 to n-1, each once")
+		}
 		_, ok := q.Pop()
 		require.False(t, ok)
 	}
