@@ -6,9 +6,8 @@ type bucket struct {
 	head, tail *timeout
 }
 
-// add appends t, recording index as the bucket that links it.
-func (b *bucket) add(t *timeout, index uint32) {
-	t.bucket = index
+// add appends t.
+func (b *bucket) add(t *timeout) {
 	t.prev = b.tail
 	t.next = nil
 	if b.tail == nil {

@@ -4,9 +4,12 @@ package hashedwheel
 // worker. If the worker has stopped taking cancellations, the timer is
 // stopped and the cancellation is finished here.
 func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	if !h.shardOf(t).cancels.Push(t) {
+	index, ok := h.shardOf(t).cancels.Push(t)
+	if !ok {
 		h.finishCancel(t)
+		return
 	}
+	h.queued(index + 1)
 }
 
 // finishCancel completes a processed cancellation: it counts the timeout
@@ -64,10 +67,10 @@ func (w *worker) processCancellations() {
 }
 
 // cancelled completes the cancellation of t, except for its Cancelled
-// hook, which runHooks calls once the timeouts in hand are back in the
-// wheel or dropped: a hook may call Stop, and Stop must find every timeout
-// in a queue or in the wheel. Timeouts without a hook are counted in bulk
-// by publishCancelled.
+// hook, which runHooks calls once the timeouts in hand are placed or
+// dropped: a hook may call Stop, and Stop must find every timeout on an
+// intake stack, staged, in a queue or in the wheel. Timeouts without a hook
+// are counted in bulk by publishCancelled.
 func (w *worker) cancelled(t *timeout) {
 	if cancelledHookOf(t.task) == nil {
 		w.uncounted++

@@ -50,7 +50,7 @@ func runAll(due []*timeout) {
 // dispatch hands the expired timeouts collected so far to the executor.
 // With pool.Inline they run here, on the worker goroutine, one after
 // another in deadline order: producers reach the worker through several
-// queues, so the order in which they arrived says nothing. A pool runs them
+// stacks, so the order in which they arrived says nothing. A pool runs them
 // in parallel, in no order, so they are not sorted for it.
 func (w *worker) dispatch() {
 	due := w.due

@@ -4,9 +4,11 @@
 //
 // One worker goroutine advances a wheel of buckets every tick. NewTimeout
 // and Cancel never take a lock and never touch the wheel: they hand the
-// timeout to the worker through lock-free queues. Each tick the worker
-// moves new timeouts into their buckets, unlinks cancelled ones, and hands
-// the due ones to an executor, by default a bounded ants goroutine pool.
+// timeout to the worker through lock-free stacks and queues. Each tick the
+// worker unlinks cancelled timeouts, moves new ones into their buckets, and
+// hands the due ones to an executor, by default a bounded ants goroutine
+// pool; between ticks it does the first two whenever producers have queued
+// a few thousand, so that what they cancel is released at once.
 //
 // The timer keeps Netty's contract:
 //

@@ -122,7 +122,9 @@ func (h *HashedWheelTimer) Start() error {
 // It fails with ErrNilTask for a nil task, ErrStopped after Stop and
 // ErrTooManyPendingTimeouts at the limit set by WithMaxPendingTimeouts; a
 // failed call schedules nothing. NewTimeout never blocks and may be called
-// from any goroutine, including from a running task.
+// from any goroutine, including from a running task. About once in every
+// few thousand calls it yields the processor, as runtime.Gosched does, so
+// that the timer's worker keeps up with producers on every core.
 func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
 	if task == nil {
 		return nil, ErrNilTask
@@ -142,7 +144,8 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	}
 	now := h.clock.Now() - h.startNanos
 	t := &timeout{timer: h, task: task, deadline: deadline(now, delay)}
-	if !h.shardOf(t).intake.Push(t) {
+	count, ok := h.shardOf(t).push(t)
+	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.
 		if h.maxPending > 0 {
 			h.admitted.Add(-1)
@@ -152,6 +155,8 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	}
 	if h.idle.Load() {
 		h.wakeWorker(now)
+	} else {
+		h.queued(uint64(count))
 	}
 	return t, nil
 }

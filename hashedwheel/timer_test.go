@@ -150,7 +150,7 @@ func TestCancelSucceedsOnceAndNeverAfterExpiry(t *testing.T) {
 
 	inBucket := mustSchedule(t, h, noopTask, time.Second)
 	advance(fake, testTick)
-	require.Equal(t, stateScheduled, inBucket.(*timeout).state.Load())
+	require.Equal(t, stateScheduled, inBucket.(*timeout).currentState())
 	assert.True(t, inBucket.Cancel(), "cancel in a bucket")
 	assert.False(t, inBucket.Cancel())
 

@@ -26,21 +26,27 @@ func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
 	}
 }
 
-// schedule links t into the bucket of the tick that covers its deadline, or
-// into the current tick's bucket if that tick has passed.
-func (w *wheel) schedule(t *timeout) {
+// schedule takes the queued timeout t and links it into the bucket of the
+// tick that covers its deadline, or into the current tick's bucket if that
+// tick has passed. It fails, linking nothing, if t was cancelled while
+// queued.
+func (w *wheel) schedule(t *timeout) bool {
 	due := t.deadline / w.tickDuration
+	index := max(due, w.tick) & w.mask
+	if !t.take(uint32(index)) {
+		return false
+	}
 	// Rounds count from the current tick: counting them from tick zero made
 	// re-scheduled timeouts drift later and later (netty#1959).
 	t.remainingRounds = (due - w.tick) / int64(len(w.buckets))
-	index := max(due, w.tick) & w.mask
-	w.buckets[index].add(t, uint32(index))
+	w.buckets[index].add(t)
 	w.size++
+	return true
 }
 
 // remove unlinks t from its bucket.
 func (w *wheel) remove(t *timeout) {
-	w.buckets[t.bucket].remove(t)
+	w.buckets[t.bucketIndex()].remove(t)
 	w.size--
 }
 
@@ -57,7 +63,7 @@ func (w *wheel) expire(now int64, due []*timeout) ([]*timeout, int) {
 	for t := b.head; t != nil; {
 		switch {
 		case t.remainingRounds > 0:
-			if t.state.Load() != stateCancelled {
+			if t.currentState() != stateCancelled {
 				t.remainingRounds--
 			}
 			t = t.next

@@ -17,10 +17,9 @@ import (
 
 const wheelTick = int64(time.Millisecond)
 
+// newTestTimeout returns a queued timeout, for the wheel to take.
 func newTestTimeout(deadline int64) *timeout {
-	t := &timeout{deadline: deadline}
-	t.state.Store(stateScheduled)
-	return t
+	return &timeout{deadline: deadline}
 }
 
 // expireTicks runs n ticks of w, each expired at its end, and returns the
@@ -57,8 +56,9 @@ func TestWheelBucketAndRounds(t *testing.T) {
 	}
 	for _, c := range cases {
 		to := newTestTimeout(c.deadline)
-		w.schedule(to)
-		assert.Equal(t, c.bucket, to.bucket, "bucket of deadline %d ticks", c.deadline/wheelTick)
+		require.True(t, w.schedule(to))
+		assert.Equal(t, stateScheduled, to.currentState())
+		assert.Equal(t, c.bucket, to.bucketIndex(), "bucket of deadline %d ticks", c.deadline/wheelTick)
 		assert.Equal(t, c.rounds, to.remainingRounds, "rounds of deadline %d ticks", c.deadline/wheelTick)
 	}
 	assert.Equal(t, len(cases), w.size)
@@ -100,8 +100,8 @@ func TestWheelTransferBeforeExpire(t *testing.T) {
 	w := newWheel(4, wheelTick)
 	w.tick = 3
 	to := newTestTimeout(7 * wheelTick) // tick 7 = current bucket, one round
-	w.schedule(to)
-	require.Equal(t, uint32(3), to.bucket)
+	require.True(t, w.schedule(to))
+	require.Equal(t, uint32(3), to.bucketIndex())
 	require.Equal(t, int64(1), to.remainingRounds)
 	firedAt := map[*timeout]int64{}
 	expireTicks(w, 5, firedAt)
@@ -114,8 +114,9 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 	later := newTestTimeout(4 * wheelTick) // one round
 	w.schedule(due)
 	w.schedule(later)
-	due.state.Store(stateCancelled)
-	later.state.Store(stateCancelled)
+	// Cancel's compare-and-swap, without the report to a timer.
+	require.True(t, due.cancelForStop())
+	require.True(t, later.cancelForStop())
 	fired, _ := w.expire(w.tickEnd(), nil)
 	assert.Empty(t, fired)
 	assert.Equal(t, 2, w.size, "both still linked")
@@ -130,12 +131,13 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 	w := newWheel(4, wheelTick)
 	to := newTestTimeout(10 * wheelTick)
-	w.buckets[0].add(to, 0) // wrong bucket, no rounds: only a bug could do this
+	to.state.Store(stateScheduled) // in bucket 0, no rounds: only a bug could do this
+	w.buckets[0].add(to)
 	w.size++
 	fired, misplaced := w.expire(w.tickEnd(), nil)
 	assert.Empty(t, fired)
 	assert.Equal(t, 1, misplaced)
-	assert.Equal(t, stateScheduled, to.state.Load())
+	assert.Equal(t, stateScheduled, to.currentState())
 }
 
 func TestWheelSkipToOnlyMovesAnEmptyWheel(t *testing.T) {
@@ -167,7 +169,7 @@ func TestBucketRemoveKeepsOrder(t *testing.T) {
 	ts := make([]*timeout, 4)
 	for i := range ts {
 		ts[i] = newTestTimeout(int64(i))
-		b.add(ts[i], 0)
+		b.add(ts[i])
 	}
 	b.remove(ts[0]) // head
 	b.remove(ts[2]) // middle
@@ -176,7 +178,7 @@ func TestBucketRemoveKeepsOrder(t *testing.T) {
 	require.Same(t, ts[1], b.tail)
 	assert.Nil(t, ts[1].prev)
 	assert.Nil(t, ts[1].next)
-	b.add(ts[0], 0)
+	b.add(ts[0])
 	var order []int64
 	b.clear(func(t *timeout) { order = append(order, t.deadline) })
 	assert.Equal(t, []int64{1, 0}, order)
@@ -239,32 +241,112 @@ func TestTransferIsCappedPerTick(t *testing.T) {
 	assert.Zero(t, h.PendingTimeouts())
 }
 
-func TestChurnBeyondDiscardLimitIsDroppedBeforeNextTick(t *testing.T) {
+// TestCancelledWhileQueuedAreDroppedBetweenTicks: schedule-and-cancel churn
+// does not wait for a tick to be released. Each shard wakes the worker
+// every wakeEvery pushes, and the worker drops what was cancelled, so with
+// the clock stopped fewer than wakeEvery per shard are still held.
+func TestCancelledWhileQueuedAreDroppedBetweenTicks(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	// More cancelled-while-queued timeouts than one tick may drop, and than
-	// one catch-up pass may: the rest must not wait for later ticks, or
-	// churn faster than the limit would grow the queues without bound.
-	const n = maxDiscardsPerTick + 2*maxDiscardsPerCatchUp + 1
+	held := len(h.shards) * (wakeEvery - 1)
+	n := 4 * len(h.shards) * wakeEvery
 	for i := 0; i < n; i++ {
 		timeout, err := h.NewTimeout(noopTask, time.Hour)
 		require.NoError(t, err)
 		require.True(t, timeout.Cancel())
 	}
-	fired := false
-	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired = true }), testTick)
-	require.NoError(t, err)
-	fake.Settle()
-	require.Zero(t, h.Stats().Cancelled, "nothing is dropped before the first tick ends")
-
-	fake.Advance(testTick)
 	fake.Settle()
 	stats := h.Stats()
-	assert.Equal(t, uint64(n), stats.Cancelled, "all dropped before the next tick")
-	assert.Equal(t, uint64(1), stats.Ticks, "catching up runs no tick")
-	assert.Equal(t, int64(1), h.PendingTimeouts(), "the live timeout behind them is in the wheel")
+	assert.Zero(t, stats.Ticks, "no tick has run")
+	assert.GreaterOrEqual(t, stats.Cancelled, uint64(n-held), "all but the last few thousand per shard were dropped")
+	assert.Equal(t, int64(n)-int64(stats.Cancelled), h.PendingTimeouts())
 
 	advance(fake, testTick)
-	assert.True(t, fired, "it fires on its own tick")
+	assert.Equal(t, uint64(n), h.Stats().Cancelled, "the tick drops the rest")
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+// TestTimeoutsTakenInBetweenTicksGoIntoTheWheelWithinTheBudget: what the
+// worker takes in between ticks goes into the wheel at once, within what is
+// left of the last tick's transfer budget, and still fires on its own tick,
+// never before.
+func TestTimeoutsTakenInBetweenTicksGoIntoTheWheelWithinTheBudget(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	_, err := h.NewTimeout(noopTask, time.Hour) // keeps the worker ticking
+	require.NoError(t, err)
+	advance(fake, testTick) // a tick has run: its budget is left
+	n := 2 * len(h.shards) * wakeEvery
+	fired := 0
+	task := TaskFunc(func(Timeout) { fired++ })
+	for i := 0; i < n; i++ {
+		mustSchedule(t, h, task, 0)
+	}
+	fake.Settle()
+	assert.Zero(t, fired, "nothing fires before its tick")
+	assert.Zero(t, h.worker.staged.len(), "within the budget: nothing staged")
+	assert.GreaterOrEqual(t, h.worker.wheel.size, 1+n-len(h.shards)*(wakeEvery-1), "taken into the wheel between ticks")
+
+	advance(fake, testTick)
+	assert.Equal(t, n, fired, "all fire on their tick")
+	assert.Equal(t, int64(1), h.PendingTimeouts())
+}
+
+// TestTimeoutsBeyondTheBudgetWaitStagedForTheTick: before the first tick no
+// transfer budget is left, so what the worker takes in waits, staged and
+// still queued, as it would in Netty's queue: cancelling one is still a
+// single compare-and-swap, and the others reach the wheel at the tick. Each
+// shard's timeouts are staged in the order they were made.
+func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	n := 2 * len(h.shards) * wakeEvery
+	fired := 0
+	task := TaskFunc(func(Timeout) { fired++ })
+	made := make(map[*timeout]int, n)
+	timeouts := make([]Timeout, n)
+	for i := range timeouts {
+		timeouts[i] = mustSchedule(t, h, task, 0)
+		made[timeouts[i].(*timeout)] = i
+	}
+	fake.Settle()
+	w := h.worker
+	require.GreaterOrEqual(t, w.staged.len(), n-len(h.shards)*(wakeEvery-1), "taken in between ticks")
+	last := map[*shard]int{}
+	for _, to := range w.staged.items[w.staged.head:] {
+		require.Equal(t, stateQueued, to.currentState(), "staged, still queued")
+		s := h.shardOf(to)
+		if prev, ok := last[s]; ok {
+			require.Less(t, prev, made[to], "a shard's timeouts are staged in the order they were made")
+		}
+		last[s] = made[to]
+	}
+	require.True(t, timeouts[0].Cancel(), "the oldest is staged")
+	assert.Zero(t, w.wheel.size, "nothing in the wheel before the tick")
+
+	advance(fake, testTick)
+	assert.Equal(t, n-1, fired, "all but the cancelled one fire on their tick")
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Equal(t, uint64(1), h.Stats().Cancelled)
+}
+
+// TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit: timeouts
+// cancelled after the worker staged them are dropped by the ticks, at most
+// maxDiscardsPerTick per tick, so that no tick is held up by churn.
+func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	const n = maxDiscardsPerTick + maxTransfersPerTick/2
+	timeouts := make([]Timeout, n)
+	for i := range timeouts {
+		timeouts[i] = mustSchedule(t, h, noopTask, time.Hour)
+	}
+	fake.Settle()
+	h.worker.takeIntake() // the worker is asleep: the fake clock holds it
+	for _, to := range timeouts {
+		require.True(t, to.Cancel())
+	}
+	advance(fake, testTick)
+	assert.Equal(t, uint64(maxDiscardsPerTick), h.Stats().Cancelled, "one tick drops at most its limit")
+	advance(fake, testTick)
+	assert.Equal(t, uint64(n), h.Stats().Cancelled, "the next tick drops the rest")
+	assert.Zero(t, h.PendingTimeouts())
 }
 
 func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {

@@ -24,10 +24,10 @@ type worker struct {
 	wheel         *wheel
 	due           []*timeout // expired timeouts not yet handed to the executor
 	sortScratch   []deadlineOf
-	nextShard     int  // the intake shard drained first, rotated for fairness
-	transfersLeft int  // of the current tick's maxTransfersPerTick
-	backlog       bool // the last transfer stopped at its discard limit
-	inline        bool // the executor is pool.Inline: no batching
+	staged        staging // taken in beyond a tick's budget, not yet in the wheel
+	transfersLeft int     // of the current tick's maxTransfersPerTick
+	woken         bool    // slept since the last tick: a producer may have woken the worker early
+	inline        bool    // the executor is pool.Inline: no batching
 	stopped       bool
 	maxLag        int64
 	uncounted     int        // cancellations completed but not yet counted
@@ -68,14 +68,18 @@ func (w *worker) run() {
 			if w.stopped { // a task running inline called Stop
 				return
 			}
-			if w.backlog {
-				w.catchUpIntake(end)
+			if w.woken {
+				// The tick has not ended: a producer woke the worker
+				// because a stack or a queue has taken in wakeEvery more.
+				w.woken = false
+				w.takeInBetweenTicks()
 				continue
 			}
-			if w.quietTicks >= w.lingerTicks && w.wheel.size == 0 && h.intakeEmpty() {
+			if w.quietTicks >= w.lingerTicks && w.wheel.size == 0 && w.staged.len() == 0 && h.intakeEmpty() {
 				w.sleepUntilWoken()
 			} else {
 				h.sleeper.Sleep(instant(h.startNanos, end))
+				w.woken = true
 			}
 			continue
 		}
@@ -96,12 +100,12 @@ func (w *worker) run() {
 // in this same pass.
 func (w *worker) runTick(now, lag int64) {
 	h := w.timer
+	w.woken = false
 	w.processCancellations()
 	if w.stopped { // a Cancelled hook stopped the timer
 		return
 	}
-	w.transfersLeft = maxTransfersPerTick
-	active := w.transfer(maxDiscardsPerTick)
+	active := w.transfer()
 	if w.stopped { // a Cancelled hook stopped the timer
 		return
 	}
