@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/internal/racetest"
 )
 
 // The intake stack is tested alone here, with timeouts that carry their
@@ -107,30 +109,17 @@ func TestIntakeManyProducers(t *testing.T) {
 func TestIntakeCloseRacingPushes(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		s := newTestShard()
-		const producers = 4
-		accepted := make([][]int, producers)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for p := 0; p < producers; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for i := 0; ; i++ {
-					if _, ok := s.push(intakeItem(p, i)); !ok {
-						return
-					}
-					accepted[p] = append(accepted[p], i)
-				}
-			}()
-		}
-		close(start)
+		start, wait := racetest.Producers(4, func(p, i int) bool {
+			_, ok := s.push(intakeItem(p, i))
+			return ok
+		})
+		start()
 		var taken []*timeout
 		for len(taken) < 1000 {
 			taken = appendTaken(taken, s.takeAll())
 		}
 		taken = appendTaken(taken, s.close())
-		wg.Wait()
+		accepted := wait()
 		_, ok := s.push(intakeItem(0, 0))
 		require.False(t, ok, "closed")
 

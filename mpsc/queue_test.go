@@ -9,6 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/wheeltimer/wheeltimer/internal/racetest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -113,26 +115,15 @@ func TestCloseRacingPushes(t *testing.T) {
 	for round := 0; round < 50; round++ {
 		q := New[int]()
 		const producers = 4
-		accepted := make([][]int, producers)
 		indexes := make([][]int, producers)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for p := 0; p < producers; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				for i := p; ; i += producers {
-					index, ok := q.Push(ptr(i))
-					if !ok {
-						return
-					}
-					accepted[p] = append(accepted[p], i)
-					indexes[p] = append(indexes[p], int(index))
-				}
-			}()
-		}
-		close(start)
+		start, wait := racetest.Producers(producers, func(p, i int) bool {
+			index, ok := q.Push(ptr(p + i*producers))
+			if ok {
+				indexes[p] = append(indexes[p], int(index))
+			}
+			return ok
+		})
+		start()
 		var popped []int
 		for len(popped) < 1000 {
 			if v, ok := q.Pop(); ok {
@@ -147,10 +138,11 @@ func TestCloseRacingPushes(t *testing.T) {
 				runtime.Gosched()
 			}
 		}
-		wg.Wait()
 		var want, gotIndexes []int
-		for p, a := range accepted {
-			want = append(want, a...)
+		for p, seqs := range wait() {
+			for _, i := range seqs {
+				want = append(want, p+i*producers)
+			}
 			gotIndexes = append(gotIndexes, indexes[p]...)
 		}
 		slices.Sort(want)
