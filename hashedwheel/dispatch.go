@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"sync/atomic"
 )
 
@@ -26,18 +27,49 @@ func batchSize(n int) int {
 }
 
 // batch is a run of expired timeouts handed to the executor as one task.
-// It runs at most once: if the executor fails in a way that leaves unclear
-// whether it ran the batch (a panic), the fallback that runs it again is a
-// no-op when it did.
+// It runs at most once each time the worker hands it out: if the executor
+// fails in a way that leaves unclear whether it ran the batch (a panic),
+// the fallback that runs it again finds it claimed when it did.
+//
+// Batches are recycled, so that a storm of expiries costs the worker no
+// allocation: while the garbage collector marks, every allocation is
+// charged marking work, and the worker charged for the pool's batches fell
+// behind its ticks.
 type batch struct {
 	timeouts []*timeout
 	claimed  atomic.Bool
+	runFunc  func() // b.run, made once: a method value allocates
 }
 
+// batches holds the batches that have run, for reuse.
+var batches sync.Pool
+
+// newBatch returns an unclaimed batch of the given timeouts.
+func newBatch(due []*timeout) *batch {
+	b, _ := batches.Get().(*batch)
+	if b == nil {
+		b = &batch{timeouts: make([]*timeout, 0, maxBatch)}
+		b.runFunc = b.run
+	}
+	b.timeouts = append(b.timeouts[:0], due...)
+	b.claimed.Store(false)
+	return b
+}
+
+// run runs the batch unless it was claimed already.
 func (b *batch) run() {
 	if b.claimed.CompareAndSwap(false, true) {
-		runAll(b.timeouts)
+		b.runClaimed()
 	}
+}
+
+// runClaimed runs the tasks of a batch its caller has claimed, then
+// recycles it.
+func (b *batch) runClaimed() {
+	runAll(b.timeouts)
+	clear(b.timeouts) // let the timeouts be collected
+	b.timeouts = b.timeouts[:0]
+	batches.Put(b)
 }
 
 // runAll runs the tasks of due timeouts, one after another.
@@ -67,7 +99,7 @@ func (w *worker) dispatch() {
 	size := batchSize(len(due))
 	for len(due) > 0 {
 		n := min(size, len(due))
-		b := &batch{timeouts: slices.Clone(due[:n])}
+		b := newBatch(due[:n])
 		due = due[n:]
 		w.execute(b)
 	}
@@ -107,11 +139,13 @@ const maxKeptScratch = 1 << 14
 // never lost, and never run twice.
 func (w *worker) execute(b *batch) {
 	h := w.timer
-	if err := safeExecute(h.executor, b.run); err != nil {
+	if err := safeExecute(h.executor, b.runFunc); err != nil {
 		h.counters.executorFailures.Add(1)
 		h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
 			"tasks", len(b.timeouts), "error", err)
-		go b.run()
+		if b.claimed.CompareAndSwap(false, true) {
+			go b.runClaimed()
+		}
 	}
 }
 

@@ -234,6 +234,41 @@ func TestFaultExecutorPanicsAfterRunningTheTask(t *testing.T) {
 	}
 }
 
+// TestFaultExecutorRunsEachTaskTwice: an executor that runs every task it
+// is given twice, on two goroutines at once, either of which may run late,
+// after the worker has reused what the task ran for later timeouts. Every
+// timer task still runs exactly once.
+func TestFaultExecutorRunsEachTaskTwice(t *testing.T) {
+	var running sync.WaitGroup
+	exec := &faultExecutor{execute: func(task func()) error {
+		running.Add(2)
+		for range 2 {
+			go func() {
+				defer running.Done()
+				task()
+			}()
+		}
+		return nil
+	}}
+	_, logger := faultLogger()
+	h, fake := faultNewTimer(t, logger, WithExecutor(exec))
+	total := newFaultCounter()
+	tasks, _ := faultSchedule(t, h, total, 256, 8)
+	fake.Settle()
+	for range 8 {
+		advance(fake, testTick)
+		fake.Settle()
+	}
+	total.waitFor(t, int64(len(tasks)), "tasks run")
+	h.Stop()
+	running.Wait()
+	for i, task := range tasks {
+		if n := task.runs.Load(); n != 1 {
+			t.Errorf("task %d ran %d times, want exactly once", i, n)
+		}
+	}
+}
+
 // TestFaultExecutorBlocks: an executor that blocks for a long time in
 // Execute holds up the worker, but never a producer: NewTimeout, Cancel,
 // PendingTimeouts and Stats return at once. Once it lets go the worker
