@@ -44,18 +44,16 @@ func NewReal() *Real { return &Real{origin: time.Now()} }
 // Now returns the monotonic nanoseconds since the clock was made.
 func (r *Real) Now() int64 { return int64(time.Since(r.origin)) }
 
-// NewSleeper returns a Sleeper that waits on a runtime timer and, where
-// the platform has one, an alarm (see newAlarm), whichever fires first.
+// NewSleeper returns a Sleeper that waits on a runtime timer.
 func (r *Real) NewSleeper() Sleeper {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &realSleeper{clock: r, timer: t, alarm: newAlarm(), wake: make(chan struct{}, 1)}
+	return &realSleeper{clock: r, timer: t, wake: make(chan struct{}, 1)}
 }
 
 type realSleeper struct {
 	clock *Real
 	timer *time.Timer
-	alarm *alarm // nil where there is none
 	wake  chan struct{}
 }
 
@@ -68,22 +66,16 @@ func (s *realSleeper) Sleep(until int64) {
 	if d <= 0 {
 		return
 	}
-	s.alarm.set(d)
 	// Since Go 1.23 Reset discards a stale expiry, so no draining is needed.
 	s.timer.Reset(d)
 	select {
 	case <-s.timer.C:
-	case <-s.alarm.fired():
-		s.timer.Stop()
 	case <-s.wake:
 		s.timer.Stop()
 	}
 }
 
-func (s *realSleeper) Close() {
-	s.timer.Stop()
-	s.alarm.close()
-}
+func (s *realSleeper) Close() { s.timer.Stop() }
 
 func (s *realSleeper) Wake() {
 	select {
