@@ -33,8 +33,7 @@ func batchSize(n int) int {
 //
 // Batches are recycled, so that a storm of expiries costs the worker no
 // allocation: while the garbage collector marks, every allocation is
-// charged marking work, and the worker charged for the pool's batches fell
-// behind its ticks.
+// charged marking work, which would delay the worker's next tick.
 type batch struct {
 	timeouts []*timeout
 	claimed  atomic.Bool
