@@ -4,7 +4,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -44,21 +43,14 @@ func TestIntakeManyProducers(t *testing.T) {
 	const producers, perProducer = 8, 20_000
 	s := newTestShard()
 	var accepted atomic.Int64
-	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perProducer; i++ {
-				_, ok := s.push(intakeItem(p, i))
-				require.True(t, ok)
-				accepted.Add(1)
-				if i%1000 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
+	wait := racetest.Run(producers, perProducer, func(p, i int) {
+		_, ok := s.push(intakeItem(p, i))
+		require.True(t, ok)
+		accepted.Add(1)
+		if i%1000 == 0 {
+			runtime.Gosched()
+		}
+	})
 	stopReading := make(chan struct{})
 	readerDone := make(chan struct{})
 	go func() { // a PendingTimeouts caller
@@ -95,7 +87,7 @@ func TestIntakeManyProducers(t *testing.T) {
 		}
 		got += len(buf)
 	}
-	wg.Wait()
+	wait()
 	close(stopReading)
 	<-readerDone
 	assert.True(t, s.empty())

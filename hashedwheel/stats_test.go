@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wheeltimer/wheeltimer/internal/racetest"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -285,31 +286,23 @@ func TestStatsConcurrent(t *testing.T) {
 		}
 	}()
 
-	var wg sync.WaitGroup
-	for p := range producers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range perProducer {
-				if i%2 == 0 {
-					if _, err := h.AfterFunc(time.Duration(i%20)*time.Millisecond, fired.Done); err != nil {
-						t.Errorf("producer %d: %v", p, err)
-						fired.Done()
-					}
-					continue
-				}
-				to, err := h.AfterFunc(time.Hour, func() { t.Error("a cancelled timeout fired") })
-				if err != nil {
-					t.Errorf("producer %d: %v", p, err)
-					continue
-				}
-				if !to.Cancel() {
-					t.Error("Cancel of a pending timeout returned false")
-				}
+	racetest.Run(producers, perProducer, func(p, i int) {
+		if i%2 == 0 {
+			if _, err := h.AfterFunc(time.Duration(i%20)*time.Millisecond, fired.Done); err != nil {
+				t.Errorf("producer %d: %v", p, err)
+				fired.Done()
 			}
-		}()
-	}
-	wg.Wait()
+			return
+		}
+		to, err := h.AfterFunc(time.Hour, func() { t.Error("a cancelled timeout fired") })
+		if err != nil {
+			t.Errorf("producer %d: %v", p, err)
+			return
+		}
+		if !to.Cancel() {
+			t.Error("Cancel of a pending timeout returned false")
+		}
+	})()
 	fired.Wait()
 
 	// Wait for the worker to process the last cancellations.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/wheeltimer/wheeltimer/internal/racetest"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -402,31 +403,23 @@ func TestConcurrentScheduleAndCancel(t *testing.T) {
 	outcomes := make([]outcome, producers*perProducer)
 	var ended sync.WaitGroup
 	ended.Add(len(outcomes))
-	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perProducer; i++ {
-				o := &outcomes[p*perProducer+i]
-				to, err := h.AfterFunc(time.Duration(i%5)*time.Millisecond, func() {
-					o.fired.Add(1)
-					ended.Done()
-				})
-				require.NoError(t, err)
-				if i%2 == 0 {
-					if to.Cancel() {
-						o.cancelled.Add(1)
-						ended.Done()
-					}
-				}
-				if i%100 == 0 {
-					runtime.Gosched()
-				}
+	racetest.Run(producers, perProducer, func(p, i int) {
+		o := &outcomes[p*perProducer+i]
+		to, err := h.AfterFunc(time.Duration(i%5)*time.Millisecond, func() {
+			o.fired.Add(1)
+			ended.Done()
+		})
+		require.NoError(t, err)
+		if i%2 == 0 {
+			if to.Cancel() {
+				o.cancelled.Add(1)
+				ended.Done()
 			}
-		}()
-	}
-	wg.Wait()
+		}
+		if i%100 == 0 {
+			runtime.Gosched()
+		}
+	})()
 	ended.Wait()
 	for i := range outcomes {
 		f, c := outcomes[i].fired.Load(), outcomes[i].cancelled.Load()

@@ -3,7 +3,6 @@ package mpsc
 import (
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,19 +60,12 @@ func TestManyProducers(t *testing.T) {
 	const producers, perProducer = 8, 20_000
 	type item struct{ producer, seq int }
 	q := New[item]()
-	var wg sync.WaitGroup
-	for p := 0; p < producers; p++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < perProducer; i++ {
-				q.Push(&item{p, i})
-				if i%1000 == 0 {
-					runtime.Gosched()
-				}
-			}
-		}()
-	}
+	wait := racetest.Run(producers, perProducer, func(p, i int) {
+		q.Push(&item{p, i})
+		if i%1000 == 0 {
+			runtime.Gosched()
+		}
+	})
 	next := make([]int, producers)
 	for got := 0; got < producers*perProducer; {
 		v, ok := q.Pop()
@@ -85,7 +77,7 @@ func TestManyProducers(t *testing.T) {
 		next[v.producer]++
 		got++
 	}
-	wg.Wait()
+	wait()
 	assert.True(t, q.Empty())
 	_, ok := q.Pop()
 	assert.False(t, ok, "nothing extra")

@@ -1,8 +1,25 @@
-// Package racetest runs the producers of the tests that close a queue
-// while values are being pushed into it.
+// Package racetest runs the racing producers of the concurrency tests:
+// many goroutines pushing into one queue at once.
 package racetest
 
 import "sync"
+
+// Run starts n goroutines, each of which calls push(p, i), p being its
+// number, for i = 0, 1, …, perProducer-1. The returned wait waits for all
+// of them to finish.
+func Run(n, perProducer int, push func(p, i int)) (wait func()) {
+	var wg sync.WaitGroup
+	for p := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range perProducer {
+				push(p, i)
+			}
+		}()
+	}
+	return wg.Wait
+}
 
 // Producers starts n goroutines, each of which calls push(p, i), p being
 // its number, for i = 0, 1, 2, … until push returns false. They wait until
