@@ -79,6 +79,13 @@ func (w *worker) cancelled(t *timeout) {
 	w.hooked = append(w.hooked, t)
 }
 
+// droppedQueued completes the cancellation of t, which was cancelled while
+// queued, as the worker drops it.
+func (w *worker) droppedQueued(t *timeout) {
+	t.forgetBelow()
+	w.cancelled(t)
+}
+
 // runHooks counts the cancellations with a Cancelled hook and calls the
 // hooks, each only once its timeout is counted out, as a hook may schedule
 // at the pending limit.

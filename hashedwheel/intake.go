@@ -17,15 +17,21 @@ import (
 // that goroutines on different cores rarely write the same stack; the
 // worker takes them all in.
 //
-// The intake is a lock-free stack threaded through the timeouts' own next
+// The intake is a lock-free stack threaded through the timeouts' own prev
 // fields, which costs a push one compare-and-swap and no allocation. The
 // worker takes the whole stack at once by swapping a fresh sentinel onto
-// it, and reverses what it took, so that each producer's timeouts reach
-// the wheel in the order it made them. Every node carries in seq the
-// number of timeouts pushed on the shard up to and including it, modulo
-// 2³², and every sentinel the count at the time it was swapped in, so that
-// the top of the stack always tells how many timeouts the shard has taken
-// in: PendingTimeouts needs no counter of its own.
+// it, and reverses what it took through the next fields, so that each
+// producer's timeouts reach the wheel in the order it made them. Every node
+// carries in seq the number of timeouts pushed on the shard up to and
+// including it, modulo 2³², and every sentinel the count at the time it was
+// swapped in, so that the top of the stack always tells how many timeouts
+// the shard has taken in: PendingTimeouts needs no counter of its own.
+//
+// A push onto a timeout cancelled before the worker took it links past it
+// (see under), so that a timeout made and cancelled before the next one is
+// made on its stack, the commonest fate of a request timeout, never
+// reaches the worker. The worker counts the timeouts it did not find below
+// the top as processed cancellations.
 type shard struct {
 	_   cpu.CacheLinePad
 	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
@@ -71,11 +77,29 @@ func (s *shard) push(t *timeout) (uint32, bool) {
 		}
 		// t is not yet published: these plain writes are seen by whoever
 		// loads it from top, as the swap below orders them before it.
-		t.next, t.seq = top, top.seq+1
+		t.prev, t.seq = s.under(top), top.seq+1
 		if s.top.CompareAndSwap(top, t) {
 			return t.seq, true
 		}
 	}
+}
+
+// under returns the node that a timeout pushed onto top links to: top
+// itself, or the node below it if top is a timeout cancelled before the
+// worker took it and without a Cancelled hook, which the push then unlinks.
+// A timeout with a hook is left for the worker, which calls the hook.
+func (s *shard) under(top *timeout) *timeout {
+	if top.currentState() != stateCancelled || cancelledHookOf(top.task) != nil {
+		return top
+	}
+	// Still on top after it was seen cancelled, top has not been taken: it
+	// was cancelled while queued, so it will never be linked into a bucket,
+	// which would rewrite its prev. If it was taken meanwhile, the swap in
+	// push fails whatever this returns.
+	if s.top.Load() != top {
+		return top
+	}
+	return top.below()
 }
 
 // takeAll takes off the stack every timeout pushed since the last call and
@@ -115,23 +139,29 @@ func (s *shard) close() takenList {
 	}
 }
 
-// unlink reverses, in place, the timeouts from top down to the bottom,
-// which it excludes, into a list oldest first, and makes newBottom the
-// bottom.
+// unlink links, through their next fields, the timeouts from top down to
+// the bottom, which it excludes, into a list oldest first, and makes
+// newBottom the bottom.
 func (s *shard) unlink(top, newBottom *timeout) takenList {
 	var oldest *timeout
-	for t := top; t != s.bottom; {
-		next := t.next
+	found := uint32(0)
+	for t := top; t != s.bottom; t = t.prev {
 		t.next = oldest
-		oldest, t = t, next
+		oldest = t
+		found++
 	}
+	pushed := top.seq - s.bottom.seq
 	s.bottom = newBottom
-	return takenList{oldest}
+	return takenList{head: oldest, unlinked: int(pushed - found)}
 }
 
 // takenList is what takeAll or close took off a stack: timeouts linked
-// through their next fields, oldest first.
-type takenList struct{ head *timeout }
+// through their next fields, oldest first, and the number of timeouts
+// pushed meanwhile that later pushes unlinked, cancelled.
+type takenList struct {
+	head     *timeout
+	unlinked int
+}
 
 // pop removes and returns the oldest timeout, or nil, and clears its next
 // field, so that a timeout kept by its caller does not keep those after it.

@@ -150,3 +150,115 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 	assert.Equal(t, uint64(before+10), s.pushed())
 	assert.Equal(t, uint64(before+10), s.taken.Load())
 }
+
+// cancelQueued cancels t as Cancel does while t is queued.
+func cancelQueued(tb testing.TB, t *timeout) {
+	tb.Helper()
+	require.True(tb, t.state.CompareAndSwap(stateQueued, stateCancelled))
+}
+
+// hookedTask is a task with a Cancelled hook.
+type hookedTask struct{}
+
+func (hookedTask) Run(Timeout)       {}
+func (hookedTask) Cancelled(Timeout) {}
+
+// TestIntakePushUnlinksCancelledTop: a push onto a timeout cancelled while
+// queued links past it, so the worker finds only the live timeouts and
+// counts the unlinked one; pushed() still counts every push. A cancelled
+// timeout below the top, or one with a Cancelled hook, stays for the
+// worker.
+func TestIntakePushUnlinksCancelledTop(t *testing.T) {
+	s := newTestShard()
+	push := func(to *timeout) *timeout {
+		_, ok := s.push(to)
+		require.True(t, ok)
+		return to
+	}
+	a := push(intakeItem(0, 0))
+	b := push(intakeItem(0, 1))
+	cancelQueued(t, b)
+	c := push(intakeItem(0, 2))
+	assert.Same(t, a, c.prev, "c links past the cancelled b")
+
+	cancelQueued(t, a) // below the top: found by the worker
+	hooked := push(&timeout{task: hookedTask{}})
+	cancelQueued(t, hooked)
+	d := push(intakeItem(0, 3))
+	assert.Same(t, hooked, d.prev, "a timeout with a hook is left for the worker")
+
+	taken := s.takeAll()
+	assert.Equal(t, 1, taken.unlinked)
+	assert.Equal(t, []*timeout{a, c, hooked, d}, appendTaken(nil, taken))
+	assert.Equal(t, uint64(5), s.pushed())
+	assert.Equal(t, uint64(5), s.taken.Load())
+
+	// The cancelled top of a taken stack is the bottom's no longer: a push
+	// after the take links to the new sentinel.
+	e := push(intakeItem(0, 4))
+	cancelQueued(t, e)
+	f := push(intakeItem(0, 5))
+	assert.Same(t, s.bottom, f.prev)
+	taken = s.takeAll()
+	assert.Equal(t, 1, taken.unlinked)
+	assert.Equal(t, []*timeout{f}, appendTaken(nil, taken))
+	assert.Equal(t, uint64(7), s.pushed())
+}
+
+// TestIntakeCancelRacingTakes: producers push and cancel at once about half
+// of what they push, while the worker takes; every timeout not cancelled
+// is taken once, in its producer's order, and the timeouts taken plus those
+// unlinked by pushes are exactly those pushed.
+func TestIntakeCancelRacingTakes(t *testing.T) {
+	const producers, perProducer = 4, 20_000
+	s := newTestShard()
+	wait := racetest.Run(producers, perProducer, func(p, i int) {
+		to := intakeItem(p, i)
+		_, ok := s.push(to)
+		require.True(t, ok)
+		if i%2 == 1 {
+			// It races with the worker taking it: either may win.
+			to.state.CompareAndSwap(stateQueued, stateCancelled)
+		}
+		if i%1000 == 0 {
+			runtime.Gosched()
+		}
+	})
+	next := make([]int, producers)
+	found, unlinked := 0, 0
+	take := func() int {
+		taken := s.takeAll()
+		unlinked += taken.unlinked
+		n := 0
+		for to := taken.pop(); to != nil; to = taken.pop() {
+			n++
+			if to.currentState() == stateCancelled {
+				to.forgetBelow() // as the worker does, racing with under
+			}
+			p, seq := itemOf(to)
+			require.GreaterOrEqual(t, seq, next[p], "producer %d out of order", p)
+			for ; next[p] < seq; next[p]++ {
+				require.Equal(t, 1, next[p]%2, "live timeout %d of producer %d never taken", next[p], p)
+			}
+			next[p]++
+		}
+		found += n
+		return n
+	}
+	done := make(chan struct{})
+	go func() { wait(); close(done) }()
+	for running := true; running; {
+		select {
+		case <-done:
+			running = false
+		default:
+			if take() == 0 {
+				runtime.Gosched()
+			}
+		}
+	}
+	take()
+	assert.Equal(t, producers*perProducer, found+unlinked)
+	assert.Positive(t, unlinked, "pushes unlinked cancelled timeouts")
+	assert.Equal(t, uint64(producers*perProducer), s.pushed())
+}

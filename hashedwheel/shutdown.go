@@ -23,12 +23,14 @@ func (w *worker) shutdown() []Timeout {
 	}
 	stopQueued := func(t *timeout) {
 		if !stop(t) { // cancelled while queued
+			t.forgetBelow()
 			h.finishCancel(t)
 		}
 	}
 	w.staged.drain(stopQueued)
 	for i := range h.shards {
 		taken := h.shards[i].close()
+		h.countCancelled(taken.unlinked)
 		for t := taken.pop(); t != nil; t = taken.pop() {
 			stopQueued(t)
 		}

@@ -360,3 +360,32 @@ func TestStatsStopReturnsPending(t *testing.T) {
 	}
 	statsBalance(t, s)
 }
+
+// TestStatsCountTimeoutsUnlinkedByPushes: timeouts made and cancelled one
+// after another never reach the worker, each push unlinking the one before
+// it, yet they are counted as they would be had the worker dropped them:
+// scheduled at once, cancelled at the next tick. A timeout the worker drops
+// keeps no link to those made before it.
+func TestStatsCountTimeoutsUnlinkedByPushes(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	const n = 100
+	var last Timeout
+	for i := 0; i < n; i++ {
+		to, err := h.NewTimeout(noopTask, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !to.Cancel() {
+			t.Fatal("Cancel of a queued timeout returned false")
+		}
+		last = to
+	}
+	fake.Settle()
+	statsWant(t, h.Stats(), Stats{Pending: n, Scheduled: n})
+	advance(fake, 10*time.Millisecond)
+	statsWant(t, h.Stats(), Stats{Scheduled: n, Cancelled: n})
+	statsBalance(t, h.Stats())
+	if below := last.(*timeout).below(); below != nil {
+		t.Fatalf("the dropped timeout still links to %v", below)
+	}
+}

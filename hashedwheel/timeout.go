@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // The states of a timeout. Every timeout starts queued and ends cancelled
@@ -40,10 +41,13 @@ type timeout struct {
 	task     TimerTask
 	deadline int64 // nanoseconds after the timer's start
 
-	// While queued, next links the timeout into its shard's intake stack
-	// and seq counts it among the shard's pushes; both are written before
-	// it is published and seq never changes. Once the worker has taken it,
-	// next, prev and remainingRounds are the worker's alone.
+	// While queued, prev links the timeout to the node below it on its
+	// shard's intake stack and seq counts it among the shard's pushes; both
+	// are written before it is published and seq never changes. Producers
+	// read prev of a timeout cancelled while queued (see shard.under), and
+	// the worker clears it when it drops one, both atomically (below,
+	// forgetBelow). Once the worker has taken a timeout that is not
+	// cancelled, next, prev and remainingRounds are the worker's alone.
 	remainingRounds int64 // full turns of the wheel left before it is due
 	next, prev      *timeout
 	seq             uint32
@@ -81,6 +85,18 @@ func (t *timeout) Cancel() bool {
 			return false
 		}
 	}
+}
+
+// below returns the node below the timeout on its intake stack.
+func (t *timeout) below() *timeout {
+	return (*timeout)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev))))
+}
+
+// forgetBelow clears the link of a timeout cancelled while queued to the
+// node below it, once the worker has dropped it: a caller that keeps the
+// cancelled timeout then does not keep the timeouts made before it.
+func (t *timeout) forgetBelow() {
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
 }
 
 // currentState returns the state, without the bucket index.

@@ -44,7 +44,7 @@ func (w *worker) transfer() bool {
 			if states[j] != stateCancelled && w.wheel.schedule(t) {
 				w.transfersLeft--
 			} else { // cancelled since it was staged
-				w.cancelled(t)
+				w.droppedQueued(t)
 				discards--
 			}
 			buf[j] = nil
@@ -72,15 +72,16 @@ func (w *worker) takeIntake() bool {
 	for i := 0; i < len(h.shards) && !w.stopped; i++ {
 		taken := h.shards[i].takeAll()
 		took = took || taken.head != nil
+		w.uncounted += taken.unlinked
 		for t := taken.pop(); t != nil; t = taken.pop() {
 			switch {
 			case t.currentState() == stateCancelled:
-				w.cancelled(t)
+				w.droppedQueued(t)
 			case w.transfersLeft > 0 && w.staged.len() == 0:
 				if w.wheel.schedule(t) {
 					w.transfersLeft--
 				} else { // cancelled just now
-					w.cancelled(t)
+					w.droppedQueued(t)
 				}
 			default:
 				w.staged.push(t)
