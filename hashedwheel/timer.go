@@ -52,6 +52,10 @@ type Timeout interface {
 	// expired or been cancelled. It never blocks; the timer releases the
 	// timeout's memory within one tick.
 	Cancel() bool
+	// Reset moves the deadline of a timeout that has neither expired nor
+	// been cancelled to now + delay and returns true; otherwise it changes
+	// nothing and returns false.
+	Reset(delay time.Duration) bool
 }
 
 // Timer schedules TimerTasks to run once after a delay. It is the Go form of
