@@ -1,13 +1,20 @@
 package hashedwheel
 
+import "math"
+
 // bucket is one slot of the wheel: a doubly-linked list of timeouts, in
-// the order they were added. Only the worker goroutine touches it.
+// the order they were added, and a bound on when any of them is due. Only
+// the worker goroutine touches it.
 type bucket struct {
 	head, tail *timeout
+	// minDue is a tick no timeout in the bucket is due before: exact after
+	// the bucket's walk, lowered by each add, left low by removals; the
+	// largest tick when the bucket is empty.
+	minDue int64
 }
 
-// add appends t.
-func (b *bucket) add(t *timeout) {
+// add appends t, due at tick due.
+func (b *bucket) add(t *timeout, due int64) {
 	t.prev = b.tail
 	t.next = nil
 	if b.tail == nil {
@@ -16,11 +23,11 @@ func (b *bucket) add(t *timeout) {
 		b.tail.next = t
 	}
 	b.tail = t
+	b.minDue = min(b.minDue, due)
 }
 
-// remove unlinks t, which must be linked in b, and returns the timeout that
-// followed it.
-func (b *bucket) remove(t *timeout) *timeout {
+// remove unlinks t, which must be linked in b.
+func (b *bucket) remove(t *timeout) {
 	next := t.next
 	if t.prev == nil {
 		b.head = next
@@ -33,7 +40,9 @@ func (b *bucket) remove(t *timeout) *timeout {
 		next.prev = t.prev
 	}
 	t.next, t.prev = nil, nil
-	return next
+	if b.head == nil {
+		b.minDue = math.MaxInt64
+	}
 }
 
 // clear unlinks every timeout and calls f for each, in order.
@@ -45,4 +54,5 @@ func (b *bucket) clear(f func(*timeout)) {
 		t = next
 	}
 	b.head, b.tail = nil, nil
+	b.minDue = math.MaxInt64
 }

@@ -1,33 +1,46 @@
 package hashedwheel
 
-// reportCancelled hands a cancelled timeout that is in a bucket to the
-// worker. If the worker has stopped taking cancellations, the timer is
-// stopped and the cancellation is finished here.
+// reportCancelled hands the worker a timeout in a bucket that Cancel
+// cancelled, for it to unlink. Once the worker has stopped taking them,
+// the timer is stopped and the cancellation is completed here.
 func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	index, ok := h.shardOf(t).cancels.Push(t)
+	index, ok := h.shardOf(t).cancelled.Push(t)
 	if !ok {
-		h.finishCancel(t)
+		h.countCancelled(1)
+		h.runCancelledHook(t)
 		return
 	}
-	h.queued(index + 1)
+	h.nudgeWorker(index + 1)
 }
 
-// finishCancel completes a processed cancellation: it counts the timeout
-// out of the pending set, then calls the task's Cancelled hook, if any, so
-// that the hook may schedule again at the pending limit.
-func (h *HashedWheelTimer) finishCancel(t *timeout) {
-	h.countCancelled(1)
-	if hook := cancelledHookOf(t.task); hook != nil {
-		h.callCancelled(hook, t)
+// reportMovedEarlier hands the worker a timeout in a bucket that Reset
+// moved earlier, for it to file again. Once the worker has stopped taking
+// them, the timer is stopped and nothing needs doing.
+func (h *HashedWheelTimer) reportMovedEarlier(t *timeout) {
+	if index, ok := h.shardOf(t).moved.Push(t); ok {
+		h.nudgeWorker(index + 1)
 	}
 }
 
-// countCancelled counts n processed cancellations.
+// countCancelled counts n processed cancellations and releases their
+// places under the pending limit, in that order, so that a snapshot never
+// finds more pending timeouts than the limit.
 func (h *HashedWheelTimer) countCancelled(n int) {
-	h.counters.cancelled.Add(uint64(n))
+	h.counters.addProcessed(&h.counters.cancelled, uint64(n))
 	if h.maxPending > 0 {
 		h.admitted.Add(-int64(n))
 	}
+}
+
+// runCancelledHook calls the task's Cancelled hook, if it has one,
+// recovering and logging a panic.
+func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
+	hook := cancelledHookOf(t.task)
+	if hook == nil {
+		return
+	}
+	defer h.recoverPanic("Cancelled hook", t)
+	hook.Cancelled(t)
 }
 
 // cancelledHookOf returns the task's Cancelled hook, or nil. The function
@@ -42,36 +55,43 @@ func cancelledHookOf(task TimerTask) cancelledHook {
 	return hook
 }
 
-// callCancelled calls a Cancelled hook, recovering and logging a panic.
-func (h *HashedWheelTimer) callCancelled(hook cancelledHook, t *timeout) {
-	defer h.logPanic("Cancelled hook", t)
-	hook.Cancelled(t)
-}
-
-// processCancellations unlinks every timeout whose cancellation reached the
-// worker.
-func (w *worker) processCancellations() {
+// processCancelledTasks is the step of a tick that unlinks the timeouts
+// cancelled in a bucket, as Netty's processCancelledTasks, and files again
+// those a Reset moved earlier.
+func (w *worker) processCancelledTasks() {
 	for i := range w.timer.shards {
-		q := w.timer.shards[i].cancels
+		s := &w.timer.shards[i]
 		for !w.stopped {
-			t, ok := q.Pop()
+			t, ok := s.cancelled.Pop()
 			if !ok {
 				break
 			}
+			w.active = true
 			w.wheel.remove(t)
-			w.cancelled(t)
-			w.runHooks()
+			w.cancellationDone(t)
+		}
+		w.flushCancellations()
+		for !w.stopped {
+			t, ok := s.moved.Pop()
+			if !ok {
+				break
+			}
+			w.active = true
+			// Still scheduled, it is in a bucket; cancelled or expired
+			// since, it is or was unlinked by its own path.
+			if t.currentState() == stateScheduled {
+				w.wheel.refile(t)
+			}
 		}
 	}
-	w.publishCancelled()
 }
 
-// cancelled completes the cancellation of t, except for its Cancelled
-// hook, which runHooks calls once the timeouts in hand are placed or
-// dropped: a hook may call Stop, and Stop must find every timeout on an
-// intake stack, staged, in a queue or in the wheel. Timeouts without a hook
-// are counted in bulk by publishCancelled.
-func (w *worker) cancelled(t *timeout) {
+// cancellationDone records that the timeout t, cancelled, has left the
+// wheel or the intake for good. The count is published, and the hook
+// called, by flushCancellations, once the timeouts in hand are placed or
+// dropped: a hook may call Stop, which must find every timeout on an
+// intake stack, staged, reported or in the wheel.
+func (w *worker) cancellationDone(t *timeout) {
 	if cancelledHookOf(t.task) == nil {
 		w.uncounted++
 		return
@@ -79,28 +99,27 @@ func (w *worker) cancelled(t *timeout) {
 	w.hooked = append(w.hooked, t)
 }
 
-// droppedQueued completes the cancellation of t, which was cancelled while
-// queued, as the worker drops it.
-func (w *worker) droppedQueued(t *timeout) {
+// dropCancelledQueued completes the cancellation of t, which was cancelled
+// before the worker took it in.
+func (w *worker) dropCancelledQueued(t *timeout) {
 	t.forgetBelow()
-	w.cancelled(t)
+	w.active = true
+	w.cancellationDone(t)
 }
 
-// runHooks counts the cancellations with a Cancelled hook and calls the
-// hooks, each only once its timeout is counted out, as a hook may schedule
-// at the pending limit.
-func (w *worker) runHooks() {
-	for i, t := range w.hooked {
-		w.hooked[i] = nil
-		w.timer.finishCancel(t)
-	}
-	w.hooked = w.hooked[:0]
-}
-
-// publishCancelled counts the cancellations completed since the last call.
-func (w *worker) publishCancelled() {
+// flushCancellations counts the cancellations completed since the last
+// call, then calls their Cancelled hooks, each only once its timeout is
+// counted out, so that a hook may schedule again at the pending limit.
+func (w *worker) flushCancellations() {
+	h := w.timer
 	if w.uncounted > 0 {
-		w.timer.countCancelled(w.uncounted)
+		h.countCancelled(w.uncounted)
 		w.uncounted = 0
 	}
+	for i, t := range w.hooked {
+		w.hooked[i] = nil
+		h.countCancelled(1)
+		h.runCancelledHook(t)
+	}
+	w.hooked = w.hooked[:0]
 }

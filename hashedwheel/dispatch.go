@@ -2,111 +2,54 @@ package hashedwheel
 
 import (
 	"cmp"
-	"fmt"
-	"runtime"
+	"runtime/debug"
 	"slices"
-	"sync"
-	"sync/atomic"
+
+	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// maxBatch bounds the tasks handed to the executor in one call. A tick
-// with many expired timeouts is split into batches so that the executor is
-// called a few times per tick instead of once per timeout (about 1µs each
-// with a goroutine pool), while several batches still run in parallel.
-const maxBatch = 256
+// maxDeferredDue bounds the claimed timeouts a late worker collects over
+// the ticks it catches up before it dispatches them.
+const maxDeferredDue = maxTransfersPerTick
 
-// batchesPerCPU is how many batches per CPU a large tick is split into, so
-// that the pool can spread one tick's tasks over every core.
-const batchesPerCPU = 4
+// maxKeptScratch bounds the sort scratch space the worker keeps between
+// ticks.
+const maxKeptScratch = 1 << 14
 
-// batchSize returns how many of n expired tasks to hand over per call: one
-// each when there are few, so that they run in parallel, up to maxBatch
-// when there are many.
-func batchSize(n int) int {
-	return min(max(n/(runtime.GOMAXPROCS(0)*batchesPerCPU), 1), maxBatch)
-}
-
-// batch is a run of expired timeouts handed to the executor as one task.
-// It runs at most once each time the worker hands it out: if the executor
-// fails in a way that leaves unclear whether it ran the batch (a panic),
-// the fallback that runs it again finds it claimed when it did.
-//
-// Batches are recycled, so that a storm of expiries costs the worker no
-// allocation: while the garbage collector marks, every allocation is
-// charged marking work, which would delay the worker's next tick.
-type batch struct {
-	timeouts []*timeout
-	claimed  atomic.Bool
-	runFunc  func() // b.run, made once: a method value allocates
-}
-
-// batches holds the batches that have run, for reuse.
-var batches sync.Pool
-
-// newBatch returns an unclaimed batch of the given timeouts.
-func newBatch(due []*timeout) *batch {
-	b, _ := batches.Get().(*batch)
-	if b == nil {
-		b = &batch{timeouts: make([]*timeout, 0, maxBatch)}
-		b.runFunc = b.run
-	}
-	b.timeouts = append(b.timeouts[:0], due...)
-	b.claimed.Store(false)
-	return b
-}
-
-// run runs the batch unless it was claimed already.
-func (b *batch) run() {
-	if b.claimed.CompareAndSwap(false, true) {
-		b.runClaimed()
+// dispatchExpired hands the claimed timeouts to the dispatcher (see
+// internal/dispatch): on a pool, those that came due together start
+// together, up to the pool's size; with pool.Inline they run here, on the
+// worker goroutine, in deadline order. A late worker first catches up the
+// ticks it missed, so that their tasks start together, unless it has
+// collected maxDeferredDue of them.
+func (w *worker) dispatchExpired(now int64) {
+	if w.stopped || len(w.due) >= maxDeferredDue || !w.behind(now) {
+		w.dispatch()
 	}
 }
 
-// runClaimed runs the tasks of a batch its caller has claimed, then
-// recycles it.
-func (b *batch) runClaimed() {
-	runAll(b.timeouts)
-	clear(b.timeouts) // let the timeouts be collected
-	b.timeouts = b.timeouts[:0]
-	batches.Put(b)
-}
-
-// runAll runs the tasks of due timeouts, one after another.
-func runAll(due []*timeout) {
-	for _, t := range due {
-		t.run()
-	}
-}
-
-// dispatch hands the expired timeouts collected so far to the executor.
-// With pool.Inline they run here, on the worker goroutine, one after
-// another in deadline order: producers reach the worker through several
-// stacks, so the order in which they arrived says nothing. A pool runs them
-// in parallel, in no order, so they are not sorted for it.
+// dispatch hands every claimed timeout to the dispatcher.
 func (w *worker) dispatch() {
-	due := w.due
-	if len(due) == 0 {
+	if len(w.due) == 0 {
 		return
 	}
-	w.due = due[:0]
-	defer clear(due) // let the timeouts be collected
-	if w.inline {
-		w.sortByDeadline(due)
-		runAll(due)
-		return
+	if w.dispatcher.Inline() {
+		// Producers reach the worker through several stacks, so the order
+		// in which the timeouts arrived says nothing.
+		w.sortByDeadline(w.due)
 	}
-	size := batchSize(len(due))
-	for len(due) > 0 {
-		n := min(size, len(due))
-		b := newBatch(due[:n])
-		due = due[n:]
-		w.execute(b)
-	}
+	w.due = w.dispatcher.Dispatch(w.due)
 }
 
-// deadlineOf pairs a timeout with its deadline, so that sorting compares
+// behind reports whether a tick that can expire something has ended by
+// now and is yet to be processed.
+func (w *worker) behind(now int64) bool {
+	return w.wheel.endOf(w.nextTick(now)) <= now
+}
+
+// deadlineKey pairs a timeout with its deadline, so that sorting compares
 // contiguous keys instead of chasing a pointer per comparison.
-type deadlineOf struct {
+type deadlineKey struct {
 	deadline int64
 	timeout  *timeout
 }
@@ -115,9 +58,9 @@ type deadlineOf struct {
 func (w *worker) sortByDeadline(due []*timeout) {
 	keys := w.sortScratch[:0]
 	for _, t := range due {
-		keys = append(keys, deadlineOf{t.deadline, t})
+		keys = append(keys, deadlineKey{deadlineOf(t.word.Load()), t})
 	}
-	slices.SortFunc(keys, func(a, b deadlineOf) int { return cmp.Compare(a.deadline, b.deadline) })
+	slices.SortStableFunc(keys, func(a, b deadlineKey) int { return cmp.Compare(a.deadline, b.deadline) })
 	for i := range keys {
 		due[i] = keys[i].timeout
 		keys[i].timeout = nil
@@ -129,44 +72,39 @@ func (w *worker) sortByDeadline(due []*timeout) {
 	}
 }
 
-// maxKeptScratch bounds the sort scratch space the worker keeps between
-// ticks.
-const maxKeptScratch = 1 << 14
-
-// execute hands one batch to the executor. If the executor refuses it, or
-// panics, the batch runs on a goroutine of its own: an expired task is
-// never lost, and never run twice.
-func (w *worker) execute(b *batch) {
-	h := w.timer
-	if err := safeExecute(h.executor, b.runFunc); err != nil {
-		h.counters.executorFailures.Add(1)
-		h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
-			"tasks", len(b.timeouts), "error", err)
-		if b.claimed.CompareAndSwap(false, true) {
-			go b.runClaimed()
-		}
+// executorSize returns how many tasks e runs at once: its Cap, if it has
+// one, else pool.DefaultSize.
+func executorSize(e pool.Executor) int {
+	if c, ok := e.(interface{ Cap() int }); ok {
+		return max(c.Cap(), 1)
 	}
+	return pool.DefaultSize
 }
 
-func safeExecute(e interface{ Execute(func()) error }, task func()) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("executor panicked: %v", r)
-		}
-	}()
-	return e.Execute(task)
+// executorRefused counts and logs an executor's refusal of a drain
+// function, which then runs on a goroutine of its own.
+func (h *HashedWheelTimer) executorRefused(err error) {
+	h.counters.executorFailures.Add(1)
+	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
+		"error", err)
 }
 
-// run runs the task, recovering and logging a panic.
+// run runs the task, recovering and logging a panic. A periodic timeout's
+// run ends by clearing its running mark, so that the next can start.
 func (t *timeout) run() {
-	defer t.timer.logPanic("TimerTask", t)
+	defer t.timer.recoverPanic("TimerTask", t)
+	if t.period != 0 {
+		defer t.word.And(^uint64(runningBit))
+	}
 	t.task.Run(t)
 }
 
-// logPanic, deferred, recovers a panic of what ran for t and logs it: a
-// user's task or hook never takes the worker or a pool goroutine down.
-func (h *HashedWheelTimer) logPanic(what string, t *timeout) {
+// recoverPanic, deferred, recovers a panic of what ran for t and logs it
+// with its stack, as net/http does for a handler: a user's task or hook
+// never takes the worker or a pool goroutine down.
+func (h *HashedWheelTimer) recoverPanic(what string, t *timeout) {
 	if r := recover(); r != nil {
-		h.config.logger.Error("hashedwheel: "+what+" panicked", "timeout", t, "panic", r)
+		h.config.logger.Error("hashedwheel: "+what+" panicked",
+			"timeout", t, "panic", r, "stack", string(debug.Stack()))
 	}
 }

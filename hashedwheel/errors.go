@@ -6,8 +6,8 @@ import (
 )
 
 var (
-	// ErrStopped is returned by NewTimeout, AfterFunc and Start once Stop
-	// has been called. A NewTimeout that fails with ErrStopped scheduled
+	// ErrStopped is returned by NewTimeout, AfterFunc, Every and Start
+	// once Stop has been called. A NewTimeout that fails with ErrStopped scheduled
 	// nothing: its task never runs.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
@@ -19,6 +19,9 @@ var (
 	// ErrNilTask is returned by NewTimeout for a nil task and by AfterFunc
 	// for a nil function.
 	ErrNilTask = errors.New("hashedwheel: nil task")
+
+	// ErrInvalidPeriod is returned by Every for a period of zero or less.
+	ErrInvalidPeriod = errors.New("hashedwheel: period must be positive")
 
 	// ErrInvalidOption is wrapped by the error New returns for an option
 	// value it cannot use; the message names the option and the value.

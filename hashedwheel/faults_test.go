@@ -1,8 +1,10 @@
 package hashedwheel
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"github.com/stretchr/testify/require"
 	"log/slog"
 	"math/rand/v2"
 	"runtime"
@@ -426,6 +428,16 @@ func TestFaultTaskPanics(t *testing.T) {
 	}
 }
 
+// isClosed reports whether c is closed, without waiting.
+func isClosed(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
 // faultBlockingTask blocks until release is closed.
 type faultBlockingTask struct {
 	started chan struct{}
@@ -443,18 +455,20 @@ func (b *faultBlockingTask) Run(Timeout) {
 	close(b.done)
 }
 
-// TestFaultTaskBlocksForever: a task that never returns (until the test
-// releases it at the end, so that no goroutine leaks). On a pool the
-// worker keeps ticking and Stop returns at once. Inline it holds the
-// worker, but producers never wait for it, and a Stop waits for it and then
+// TestFaultTaskBlocksForever: a task that never returns until the test
+// releases it. On a pool the worker keeps ticking and other tasks run;
+// StopContext returns at its context's end with the timeouts; Stop waits
+// for the task and returns only once it has. Inline it holds the worker,
+// but producers never wait for it, and a Stop waits for it and then
 // returns everything that did not run.
 func TestFaultTaskBlocksForever(t *testing.T) {
 	t.Run("pool", func(t *testing.T) {
 		_, logger := faultLogger()
 		h, fake := faultNewTimer(t, logger)
 		blocker := newFaultBlockingTask()
-		defer func() { <-blocker.done }()
-		defer close(blocker.release)
+		var releaseOnce sync.Once
+		release := func() { releaseOnce.Do(func() { close(blocker.release) }) }
+		t.Cleanup(release) // before the timer's Stop, should the test fail
 		mustFault(t, h, blocker, 0)
 		fake.Settle()
 		advance(fake, testTick)
@@ -465,11 +479,28 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		advance(fake, 5*testTick)
 		total.waitFor(t, int64(len(tasks)), "tasks while another blocks")
 		pending := mustFault(t, h, &faultCountingTask{total: total}, time.Hour)
+
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
 		var res []Timeout
-		faultWithin(t, "Stop with a task blocked on the pool", func() { res = h.Stop() })
-		if len(res) != 1 || res[0] != pending {
-			t.Fatalf("Stop returned %v", res)
+		var err error
+		faultWithin(t, "StopContext with a task blocked on the pool", func() { res, err = h.StopContext(ctx) })
+		require.ErrorIs(t, err, context.Canceled)
+		require.Equal(t, []Timeout{pending}, res, "the same timeouts as Stop")
+
+		stopped := make(chan bool)
+		go func() {
+			h.Stop()
+			stopped <- isClosed(blocker.done)
+		}()
+		<-h.done // the worker has exited: Stop waits for the task
+		select {
+		case <-stopped:
+			t.Fatal("Stop returned while a task was running")
+		default:
 		}
+		release()
+		require.True(t, <-stopped, "Stop returned before the task did")
 		faultBalance(t, h, int64(len(tasks))+2, int64(len(tasks))+1, 0, 1)
 	})
 	t.Run("inline", func(t *testing.T) {

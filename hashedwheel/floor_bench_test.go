@@ -54,7 +54,8 @@ func (q *floorQueue) push(t *timeout) {
 // newTimeoutCancel does the four steps once, on q.
 func (q *floorQueue) newTimeoutCancel(origin time.Time, h *HashedWheelTimer) {
 	now := int64(time.Since(origin))
-	t := &timeout{timer: h, task: noopTask, deadline: deadline(now, benchDelay)}
+	t := &timeout{timer: h, task: noopTask}
+	t.word.Store(withDeadline(stateQueued, deadline(now, benchDelay)))
 	q.push(t)
 	t.Cancel()
 }

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -10,7 +11,6 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
-	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -23,18 +23,19 @@ const (
 
 // HashedWheelTimer is a Timer backed by a hashed wheel and one worker
 // goroutine. Make one with New; its methods are safe for concurrent use.
+// The zero value is a timer with the default options, as New() makes.
 //
 // A timer is meant to be shared: each holds a goroutine and, by default, a
 // goroutine pool, so an application needs few of them. Call Stop when done.
 type HashedWheelTimer struct {
 	// Read by every NewTimeout; written only at start and stop, or, for
-	// idle, when the worker falls asleep with nothing to do.
+	// idle, when the worker falls asleep until the next due timeout.
 	state      atomic.Int32
-	idle       atomic.Bool  // the worker sleeps until woken: producers must wake it
-	wokenAt    atomic.Int64 // when the timeout that woke the worker was made
+	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
 	clock      clock.Clock
 	startNanos int64     // clock reading at start
 	startTime  time.Time // the same instant, for Deadline
+	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
 	maxPending int64
@@ -53,16 +54,21 @@ type HashedWheelTimer struct {
 	workerID     atomic.Uint64 // goroutine id of the worker
 	done         chan struct{} // closed when the worker has exited
 	stopResult   []Timeout     // written by the worker before done closes
+	releaseOnce  sync.Once
+	released     chan struct{} // closed once every task has returned and the own pool is gone
 }
 
 var _ Timer = (*HashedWheelTimer)(nil)
 
 // New returns a timer configured by opts, not yet started. It fails, with
-// an error wrapping ErrInvalidOption that names the option and the value,
-// if an option is invalid.
+// an error wrapping ErrInvalidOption that names the options and values, if
+// an option is invalid.
 func New(opts ...Option) (*HashedWheelTimer, error) {
 	cfg := defaultConfig()
-	for _, opt := range opts {
+	for i, opt := range opts {
+		if opt == nil {
+			return nil, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
+		}
 		if err := opt(&cfg); err != nil {
 			return nil, err
 		}
@@ -70,17 +76,35 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
-	shards := newShards()
-	h := &HashedWheelTimer{
-		clock:      cfg.clock,
-		shards:     shards,
-		shardMask:  uint32(len(shards) - 1),
-		maxPending: cfg.maxPending,
-		config:     cfg,
-		executor:   cfg.executor,
-		done:       make(chan struct{}),
-	}
+	h := &HashedWheelTimer{}
+	h.init(cfg)
 	return h, nil
+}
+
+// init sets up a timer not yet started; New calls it, and Start and Stop
+// call it with the defaults for a zero HashedWheelTimer.
+func (h *HashedWheelTimer) init(cfg config) {
+	shards := newShards(cfg.shards)
+	h.clock = cfg.clock
+	h.tickNanos = int64(cfg.tickDuration)
+	h.shards = shards
+	h.shardMask = uint32(len(shards) - 1)
+	h.maxPending = cfg.maxPending
+	h.config = cfg
+	h.executor = cfg.executor
+	h.done = make(chan struct{})
+	h.released = make(chan struct{})
+}
+
+// initZero sets up a zero HashedWheelTimer with the default options. The
+// caller holds startMu.
+func (h *HashedWheelTimer) initZero() {
+	if h.shards != nil {
+		return
+	}
+	cfg := defaultConfig()
+	_ = cfg.validate() // the defaults are valid
+	h.init(cfg)
 }
 
 // Start starts the worker goroutine. Calling it is optional: the first
@@ -98,8 +122,9 @@ func (h *HashedWheelTimer) Start() error {
 	case timerStopped:
 		return ErrStopped
 	}
+	h.initZero()
 	if h.executor == nil {
-		exec, err := pool.NewAnts(pool.DefaultSize)
+		exec, err := pool.NewAnts(pool.DefaultSize, pool.WithLogger(h.config.logger))
 		if err != nil {
 			return err
 		}
@@ -117,7 +142,8 @@ func (h *HashedWheelTimer) Start() error {
 
 // NewTimeout schedules task to run once, after delay, on the timer's
 // executor, and starts the timer if needed. A zero or negative delay runs
-// it on the next tick; a delay too large to represent is clamped.
+// it on the next tick; a delay too large to represent is clamped. The
+// deadline is kept to 8ns, rounded up.
 //
 // It fails with ErrNilTask for a nil task, ErrStopped after Stop and
 // ErrTooManyPendingTimeouts at the limit set by WithMaxPendingTimeouts; a
@@ -132,31 +158,9 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	if h.state.Load() != timerStarted {
-		if err := h.Start(); err != nil {
-			h.counters.rejectedStopped.Add(1)
-			return nil, err
-		}
-	}
-	if h.maxPending > 0 && !h.admit() {
-		h.counters.rejectedFull.Add(1)
-		return nil, tooManyPending(h.maxPending)
-	}
-	now := h.clock.Now() - h.startNanos
-	t := &timeout{timer: h, task: task, deadline: deadline(now, delay)}
-	count, ok := h.shardOf(t).push(t)
-	if !ok {
-		// Stop closed the intake first: the timeout was never accepted.
-		if h.maxPending > 0 {
-			h.admitted.Add(-1)
-		}
-		h.counters.rejectedStopped.Add(1)
-		return nil, ErrStopped
-	}
-	if h.idle.Load() {
-		h.wakeWorker(now)
-	} else {
-		h.queued(uint64(count))
+	t, err := h.schedule(task, delay, 0)
+	if err != nil {
+		return nil, err
 	}
 	return t, nil
 }
@@ -171,20 +175,57 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	return h.NewTimeout(funcTask(f), delay)
 }
 
-// funcTask is the TimerTask of AfterFunc. A func converts to an interface
-// without allocating.
+// funcTask is the TimerTask of AfterFunc and Every. A func converts to an
+// interface without allocating.
 type funcTask func()
 
 func (f funcTask) Run(Timeout) { f() }
 
+// schedule makes a timeout of task due after delay, repeating every period
+// nanoseconds if period is not 0, and hands it to the worker.
+func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
+	if h.state.Load() != timerStarted {
+		if err := h.Start(); err != nil {
+			h.counters.rejectedStopped.Add(1)
+			return nil, err
+		}
+	}
+	if h.maxPending > 0 && !h.admit() {
+		h.counters.rejectedFull.Add(1)
+		return nil, tooManyPending(h.maxPending)
+	}
+	t := &timeout{timer: h, task: task, period: period}
+	t.word.Store(withDeadline(stateQueued, deadline(h.now(), delay)))
+	count, ok := h.shardOf(t).push(t)
+	if !ok {
+		// Stop closed the intake first: the timeout was never accepted.
+		if h.maxPending > 0 {
+			h.admitted.Add(-1)
+		}
+		h.counters.rejectedStopped.Add(1)
+		return nil, ErrStopped
+	}
+	h.nudgeWorker(uint64(count))
+	return t, nil
+}
+
+// now returns the clock, in nanoseconds after the start.
+func (h *HashedWheelTimer) now() int64 { return h.clock.Now() - h.startNanos }
+
+// tickOf returns the tick that covers instant d.
+func (h *HashedWheelTimer) tickOf(d int64) int64 { return d / h.tickNanos }
+
 // deadline returns the deadline of a timeout made at now with delay, in
-// nanoseconds after the start, clamped instead of overflowing.
+// nanoseconds after the start: now for a delay of zero or less, and
+// clamped instead of overflowing.
 func deadline(now int64, delay time.Duration) int64 {
-	d := now + int64(delay)
-	if delay > 0 && d < 0 {
+	if delay <= 0 {
+		return now
+	}
+	if int64(delay) > math.MaxInt64-now {
 		return math.MaxInt64
 	}
-	return d
+	return now + int64(delay)
 }
 
 // admit takes one place under the pending limit, or fails at the limit.
@@ -200,53 +241,30 @@ func (h *HashedWheelTimer) admit() bool {
 	}
 }
 
-// wakeWorker wakes the worker from idleness, once, telling it when the
-// timeout that woke it was made (now, in nanoseconds after the start).
-func (h *HashedWheelTimer) wakeWorker(now int64) {
-	if h.idle.CompareAndSwap(true, false) {
-		h.wokenAt.Store(now)
-		h.sleeper.Wake()
+// nudgeWorker tells the worker, after a push that brought a queue's count
+// to count, that there is work for it: at once if it sleeps past its next
+// tick, otherwise every wakeEvery pushes.
+func (h *HashedWheelTimer) nudgeWorker(count uint64) {
+	if h.idle.Load() {
+		h.wakeWorker()
+	} else {
+		h.wakeAndYieldEvery(count)
 	}
 }
 
-// Stop stops the timer and returns the timeouts that had neither expired
-// nor been cancelled, each now cancelled; their tasks never run and their
-// Cancelled hooks are not called. Every timeout NewTimeout accepted has
-// either expired, been cancelled, or is in this result.
-//
-// Stop waits for the worker goroutine to exit, but not for tasks already
-// handed to the executor. It releases the timer's own executor, not one
-// given by WithExecutor. Only the first call returns timeouts; later calls,
-// and a Stop before the timer started, return nil. Stop may be called from
-// a task, including one running inline on the worker goroutine.
-func (h *HashedWheelTimer) Stop() []Timeout {
-	h.startMu.Lock()
-	prev := h.state.Swap(timerStopped)
-	if prev == timerInit {
-		close(h.done)
-	}
-	h.startMu.Unlock()
-
-	onWorker := prev != timerInit && goid.Current() == h.workerID.Load()
-	switch {
-	case prev == timerStarted && onWorker:
-		return h.worker.shutdown()
-	case prev == timerStarted:
+// wakeWorker wakes the worker from a sleep past its next tick, once.
+func (h *HashedWheelTimer) wakeWorker() {
+	if h.idle.CompareAndSwap(true, false) {
 		h.sleeper.Wake()
-		<-h.done
-		return h.stopResult
-	case !onWorker:
-		<-h.done // an earlier Stop may still be shutting the worker down
 	}
-	return nil
 }
 
 // PendingTimeouts returns the number of timeouts that are scheduled and
-// have neither expired nor had their cancellation processed. It is 0 after
-// Stop.
+// have neither expired nor had their cancellation processed; a periodic
+// timeout counts as one until it is cancelled. It is never more than the
+// limit set by WithMaxPendingTimeouts, and 0 after Stop.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
-	processed := h.counters.processed()
-	return h.pending(processed, h.scheduled())
+	return h.snapshot().pending
 }
 
 // instances counts running timers, to warn once when an application makes

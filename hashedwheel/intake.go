@@ -12,35 +12,38 @@ import (
 )
 
 // shard is one of the ways by which producers reach the worker: an intake
-// stack for new timeouts and a queue for the cancellations of timeouts in
-// a bucket. A timeout's shard follows from its address (see shardOf), so
-// that goroutines on different cores rarely write the same stack; the
-// worker takes them all in.
+// stack for new timeouts, and queues of the timeouts in a bucket that
+// Cancel cancelled or Reset moved earlier. A timeout's shard
+// follows from its address (see shardOf), so that goroutines on different
+// cores rarely write the same shard; the worker serves them all.
 //
 // The intake is a lock-free stack threaded through the timeouts' own prev
-// fields, which costs a push one compare-and-swap and no allocation. The
-// worker takes the whole stack at once by swapping a fresh sentinel onto
-// it, and reverses what it took through the next fields, so that each
+// fields: a push costs one compare-and-swap and no allocation. The worker
+// collects the whole stack at once by swapping a fresh sentinel onto it,
+// and reverses what it collected through the next fields, so that each
 // producer's timeouts reach the wheel in the order it made them. Every node
 // carries in seq the number of timeouts pushed on the shard up to and
-// including it, modulo 2³², and every sentinel the count at the time it was
-// swapped in, so that the top of the stack always tells how many timeouts
-// the shard has taken in: PendingTimeouts needs no counter of its own.
+// including it, modulo 2³², and every sentinel the count when it was
+// swapped in, so the top of the stack tells how many timeouts the shard
+// has accepted: the count costs producers nothing more.
 //
-// A push onto a timeout cancelled before the worker took it links past it
-// (see under), so that a timeout made and cancelled before the next one is
-// made on its stack, the commonest fate of a request timeout, never
-// reaches the worker. The worker counts the timeouts it did not find below
-// the top as processed cancellations.
+// A push onto a timeout cancelled before the worker collected it links past
+// it (see below), so that a timeout made and cancelled before the next one
+// is made on its stack, the commonest fate of a request timeout, never
+// reaches the worker; the worker counts those it does not find as
+// processed cancellations.
 type shard struct {
-	_   cpu.CacheLinePad
-	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
-	_   cpu.CacheLinePad
+	_      cpu.CacheLinePad
+	top    atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
+	_      cpu.CacheLinePad
+	resets atomic.Uint64 // successful Resets of this shard's timeouts
+	_      cpu.CacheLinePad
 
 	// Written by the worker alone.
-	taken   atomic.Uint64        // timeouts taken off the stack so far
-	bottom  *timeout             // the sentinel swapped in by the last take
-	cancels *mpsc.Queue[timeout] // cancelled timeouts that are in a bucket
+	collected atomic.Uint64        // timeouts collected off the stack so far
+	bottom    *timeout             // the sentinel swapped in by the last collect
+	cancelled *mpsc.Queue[timeout] // timeouts in a bucket that Cancel cancelled, each once
+	moved     *mpsc.Queue[timeout] // timeouts in a bucket that Reset moved earlier
 }
 
 // closedIntake is the top of every closed intake stack.
@@ -53,21 +56,26 @@ const shardsPerCPU = 4
 // maxShards bounds the memory of an idle timer on a large machine.
 const maxShards = 64
 
-func newShards() []shard {
-	n := min(runtime.GOMAXPROCS(0)*shardsPerCPU, maxShards)
+// newShards returns n shards, or, for n = 0, enough for this machine's
+// processors, rounded up to a power of two.
+func newShards(n int) []shard {
+	if n <= 0 {
+		n = min(runtime.GOMAXPROCS(0)*shardsPerCPU, maxShards)
+	}
 	n = 1 << bits.Len(uint(n-1)) // a power of two, for masking
 	shards := make([]shard, n)
 	for i := range shards {
 		s := &shards[i]
 		s.bottom = new(timeout)
 		s.top.Store(s.bottom)
-		s.cancels = mpsc.New[timeout]()
+		s.cancelled = mpsc.New[timeout]()
+		s.moved = mpsc.New[timeout]()
 	}
 	return shards
 }
 
 // push puts t on top of the stack and returns the number of timeouts the
-// shard has taken in, t included, modulo 2³². It fails once the stack is
+// shard has accepted, t included, modulo 2³². It fails once the stack is
 // closed. push is safe for concurrent use.
 func (s *shard) push(t *timeout) (uint32, bool) {
 	for {
@@ -77,37 +85,43 @@ func (s *shard) push(t *timeout) (uint32, bool) {
 		}
 		// t is not yet published: these plain writes are seen by whoever
 		// loads it from top, as the swap below orders them before it.
-		t.prev, t.seq = s.under(top), top.seq+1
+		below := s.linkTarget(top)
+		t.prev, t.seq = below, top.seq+1
 		if s.top.CompareAndSwap(top, t) {
+			if below != top {
+				// top is off the stack for good: no push can make it the
+				// top again, and a push still reading it fails its swap.
+				top.forgetBelow()
+			}
 			return t.seq, true
 		}
 	}
 }
 
-// under returns the node that a timeout pushed onto top links to: top
+// linkTarget returns the node that a timeout pushed onto top links to: top
 // itself, or the node below it if top is a timeout cancelled before the
-// worker took it and without a Cancelled hook, which the push then unlinks.
-// A timeout with a hook is left for the worker, which calls the hook.
-func (s *shard) under(top *timeout) *timeout {
+// worker collected it and without a Cancelled hook, which the push then
+// unlinks. A timeout with a hook is left for the worker, which calls it.
+func (s *shard) linkTarget(top *timeout) *timeout {
 	if top.currentState() != stateCancelled || cancelledHookOf(top.task) != nil {
 		return top
 	}
-	// Still on top after it was seen cancelled, top has not been taken: it
-	// was cancelled while queued, so it will never be linked into a bucket,
-	// which would rewrite its prev. If it was taken meanwhile, the swap in
-	// push fails whatever this returns.
+	// Still on top after it was seen cancelled, top has not been collected:
+	// it was cancelled while queued and will never be linked into a bucket,
+	// which would rewrite its prev. If it was collected meanwhile, the swap
+	// in push fails whatever this returns.
 	if s.top.Load() != top {
 		return top
 	}
 	return top.below()
 }
 
-// takeAll takes off the stack every timeout pushed since the last call and
+// collect takes off the stack every timeout pushed since the last call and
 // returns them, oldest first. Only the worker may call it.
-func (s *shard) takeAll() takenList {
+func (s *shard) collect() intakeBatch {
 	top := s.top.Load()
 	if top == s.bottom {
-		return takenList{}
+		return intakeBatch{}
 	}
 	sentinel := new(timeout)
 	for {
@@ -117,32 +131,32 @@ func (s *shard) takeAll() takenList {
 		}
 		top = s.top.Load()
 	}
-	s.taken.Store(s.taken.Load() + uint64(top.seq-s.bottom.seq))
-	return s.unlink(top, sentinel)
+	s.collected.Store(s.collected.Load() + uint64(top.seq-s.bottom.seq))
+	return s.reverse(top, sentinel)
 }
 
 // close makes every later push fail and returns what is still on the
 // stack, oldest first. Only the worker may call it.
-func (s *shard) close() takenList {
-	taken := s.taken.Load()
+func (s *shard) close() intakeBatch {
+	collected := s.collected.Load()
 	for {
 		top := s.top.Load()
 		if top == closedIntake {
-			return takenList{}
+			return intakeBatch{}
 		}
 		// Count what is on the stack before closing it: a reader that finds
-		// the stack closed takes the final count from taken.
-		s.taken.Store(taken + uint64(top.seq-s.bottom.seq))
+		// the stack closed takes the final count from collected.
+		s.collected.Store(collected + uint64(top.seq-s.bottom.seq))
 		if s.top.CompareAndSwap(top, closedIntake) {
-			return s.unlink(top, closedIntake)
+			return s.reverse(top, closedIntake)
 		}
 	}
 }
 
-// unlink links, through their next fields, the timeouts from top down to
+// reverse links, through their next fields, the timeouts from top down to
 // the bottom, which it excludes, into a list oldest first, and makes
 // newBottom the bottom.
-func (s *shard) unlink(top, newBottom *timeout) takenList {
+func (s *shard) reverse(top, newBottom *timeout) intakeBatch {
 	var oldest *timeout
 	found := uint32(0)
 	for t := top; t != s.bottom; t = t.prev {
@@ -152,23 +166,24 @@ func (s *shard) unlink(top, newBottom *timeout) takenList {
 	}
 	pushed := top.seq - s.bottom.seq
 	s.bottom = newBottom
-	return takenList{head: oldest, unlinked: int(pushed - found)}
+	return intakeBatch{head: oldest, unlinked: int(pushed - found)}
 }
 
-// takenList is what takeAll or close took off a stack: timeouts linked
+// intakeBatch is what collect or close took off a stack: timeouts linked
 // through their next fields, oldest first, and the number of timeouts
 // pushed meanwhile that later pushes unlinked, cancelled.
-type takenList struct {
+type intakeBatch struct {
 	head     *timeout
 	unlinked int
 }
 
-// pop removes and returns the oldest timeout, or nil, and clears its next
-// field, so that a timeout kept by its caller does not keep those after it.
-func (l *takenList) pop() *timeout {
-	t := l.head
+// pop removes and returns the oldest timeout, or nil, with its links
+// cleared, so that a timeout kept by its caller keeps no other alive.
+func (b *intakeBatch) pop() *timeout {
+	t := b.head
 	if t != nil {
-		l.head, t.next = t.next, nil
+		b.head, t.next = t.next, nil
+		t.forgetBelow()
 	}
 	return t
 }
@@ -176,15 +191,15 @@ func (l *takenList) pop() *timeout {
 // pushed returns the number of timeouts pushed on the stack so far. It is
 // safe for concurrent use.
 func (s *shard) pushed() uint64 {
-	taken := s.taken.Load() // before top: never more than top accounts for
+	collected := s.collected.Load() // before top: never more than top accounts for
 	top := s.top.Load()
 	if top == closedIntake {
-		return s.taken.Load()
+		return s.collected.Load()
 	}
-	return taken + uint64(top.seq-uint32(taken))
+	return collected + uint64(top.seq-uint32(collected))
 }
 
-// empty reports whether nothing was pushed since the last take. Only the
+// empty reports whether nothing was pushed since the last collect. Only the
 // worker may call it.
 func (s *shard) empty() bool { return s.top.Load() == s.bottom }
 
@@ -193,9 +208,8 @@ func (s *shard) empty() bool { return s.top.Load() == s.bottom }
 // different Ps mostly allocate from different pages and so push to
 // different shards, with no coordination and no random draw; and the
 // timeouts one goroutine makes in a row share a shard, so the worker links
-// them into buckets in allocation order, which keeps its bucket walks
-// sequential in memory. The heap does not move objects, so the address is a
-// stable key.
+// them into buckets in allocation order. The heap does not move objects, so
+// the address is a stable key.
 func (h *HashedWheelTimer) shardOf(t *timeout) *shard {
 	page := uint32(uintptr(unsafe.Pointer(t)) >> pageShift)
 	return &h.shards[page&h.shardMask]
@@ -204,48 +218,38 @@ func (h *HashedWheelTimer) shardOf(t *timeout) *shard {
 // pageShift is log2 of the runtime's page size, 8 KiB.
 const pageShift = 13
 
-// wakeEvery is how many timeouts a shard's intake stack, or its
-// cancellation queue, takes in between the wake-ups it gives a worker that
-// is sleeping until its next tick. Without them, a timeout cancelled soon
-// after it was made stayed queued until the tick: up to a whole tick of
-// churn, which the garbage collector marked as live in every cycle
-// meanwhile and which cost each schedule and cancel about a fifth more.
-// Woken every wakeEvery pushes, the worker drops them while a few thousand
-// are queued; the wake-up costs the producer a fraction of a nanosecond per
-// push. A power of two, so that it divides the 2³² of the push counts.
+// wakeEvery is how many timeouts a shard's intake stack, or one of its
+// queues, accepts between the wake-ups it gives a worker waiting for its
+// next tick, so that churn is dropped while a few thousand are queued
+// rather than held until the tick (docs/performance.md). A power of two,
+// so that it divides the 2³² of the push counts.
 const wakeEvery = 4096
 
-// queued is called with a queue's count of pushes after a push. Each time
-// that count reaches a multiple of wakeEvery, it wakes the worker and
-// yields the processor once, as an allocating goroutine assists the
-// garbage collector. A woken goroutine waits in its waker's run queue:
-// when every processor is busy, a producer in a tight loop would leave the
-// worker there until preemption, up to 10ms later, while it queued tens of
-// thousands more, which the garbage collector would mark meanwhile.
-// Yielding, the producer lets the worker take them in at once, on the core
-// whose cache still holds them; with a processor to spare, the scheduler
-// runs the producer on it meanwhile. A yield costs about a microsecond every
-// wakeEvery pushes.
-func (h *HashedWheelTimer) queued(count uint64) {
+// wakeAndYieldEvery is called after a push with the queue's count of
+// pushes. Each time that count reaches a multiple of wakeEvery, it wakes
+// the worker and yields the processor, so that the woken worker runs at
+// once even when every processor is busy with producers.
+func (h *HashedWheelTimer) wakeAndYieldEvery(count uint64) {
 	if count%wakeEvery == 0 {
 		h.sleeper.Wake()
 		runtime.Gosched()
 	}
 }
 
-// intakeEmpty reports whether no new timeout is waiting on an intake
-// stack. Only the worker may call it.
+// intakeEmpty reports whether nothing waits for the worker: no new timeout
+// on an intake stack, no timeout in a queue. Only the worker may call it.
 func (h *HashedWheelTimer) intakeEmpty() bool {
 	for i := range h.shards {
-		if !h.shards[i].empty() {
+		s := &h.shards[i]
+		if !s.empty() || !s.cancelled.Empty() || !s.moved.Empty() {
 			return false
 		}
 	}
 	return true
 }
 
-// scheduled returns the number of timeouts accepted so far.
-func (h *HashedWheelTimer) scheduled() uint64 {
+// accepted returns the number of timeouts NewTimeout has accepted so far.
+func (h *HashedWheelTimer) accepted() uint64 {
 	var n uint64
 	for i := range h.shards {
 		n += h.shards[i].pushed()

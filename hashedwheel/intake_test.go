@@ -14,22 +14,23 @@ import (
 )
 
 // The intake stack is tested alone here, with timeouts that carry their
-// producer and sequence number in the deadline, and the test goroutine as
-// the worker.
+// producer and sequence number, and the test goroutine as the worker.
 
-func newTestShard() *shard { return &newShards()[0] }
+func newTestShard() *shard { return &newShards(1)[0] }
 
+// intakeItem returns a queued timeout that carries its producer and
+// sequence number in its period field, which the intake never reads.
 func intakeItem(producer, seq int) *timeout {
-	return &timeout{deadline: int64(producer)<<32 | int64(seq)}
+	return &timeout{period: int64(producer)<<32 | int64(seq)}
 }
 
 func itemOf(t *timeout) (producer, seq int) {
-	return int(t.deadline >> 32), int(t.deadline & math.MaxUint32)
+	return int(t.period >> 32), int(t.period & math.MaxUint32)
 }
 
-// appendTaken appends the timeouts of l to buf, oldest first.
-func appendTaken(buf []*timeout, l takenList) []*timeout {
-	for t := l.pop(); t != nil; t = l.pop() {
+// appendCollected appends the timeouts of b to buf, oldest first.
+func appendCollected(buf []*timeout, b intakeBatch) []*timeout {
+	for t := b.pop(); t != nil; t = b.pop() {
 		buf = append(buf, t)
 	}
 	return buf
@@ -74,13 +75,14 @@ func TestIntakeManyProducers(t *testing.T) {
 	next := make([]int, producers)
 	var buf []*timeout
 	for got := 0; got < producers*perProducer; {
-		buf = appendTaken(buf[:0], s.takeAll())
+		buf = appendCollected(buf[:0], s.collect())
 		if len(buf) == 0 {
 			runtime.Gosched()
 			continue
 		}
 		for _, to := range buf {
-			require.Nil(t, to.next, "a taken timeout keeps no link")
+			require.Nil(t, to.next, "a collected timeout keeps no link")
+			require.Nil(t, to.below(), "a collected timeout keeps no link")
 			p, seq := itemOf(to)
 			require.Equal(t, next[p], seq, "producer %d out of order", p)
 			next[p]++
@@ -92,7 +94,7 @@ func TestIntakeManyProducers(t *testing.T) {
 	<-readerDone
 	assert.True(t, s.empty())
 	assert.Equal(t, uint64(producers*perProducer), s.pushed())
-	assert.Nil(t, s.takeAll().head)
+	assert.Nil(t, s.collect().head)
 }
 
 // TestIntakeCloseRacingPushes closes the stack while producers push: every
@@ -108,9 +110,9 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		start()
 		var taken []*timeout
 		for len(taken) < 1000 {
-			taken = appendTaken(taken, s.takeAll())
+			taken = appendCollected(taken, s.collect())
 		}
-		taken = appendTaken(taken, s.close())
+		taken = appendCollected(taken, s.close())
 		accepted := wait()
 		_, ok := s.push(intakeItem(0, 0))
 		require.False(t, ok, "closed")
@@ -118,17 +120,17 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		var want, got []int64
 		for p, seqs := range accepted {
 			for _, seq := range seqs {
-				want = append(want, intakeItem(p, seq).deadline)
+				want = append(want, intakeItem(p, seq).period)
 			}
 		}
 		for _, to := range taken {
-			got = append(got, to.deadline)
+			got = append(got, to.period)
 		}
 		slices.Sort(want)
 		slices.Sort(got)
 		require.Equal(t, want, got)
 		require.Equal(t, uint64(len(want)), s.pushed())
-		require.Nil(t, s.takeAll().head)
+		require.Nil(t, s.collect().head)
 		require.Nil(t, s.close().head, "a second close takes nothing")
 	}
 }
@@ -139,29 +141,24 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 	s := newTestShard()
 	const before = math.MaxUint32 - 5 // as if that many were pushed and taken
 	s.bottom.seq = uint32(before)
-	s.taken.Store(before)
+	s.collected.Store(before)
 	for i := 0; i < 10; i++ {
 		count, ok := s.push(intakeItem(0, i))
 		require.True(t, ok)
 		assert.Equal(t, uint32(before+i+1), count)
 	}
 	assert.Equal(t, uint64(before+10), s.pushed())
-	assert.Len(t, appendTaken(nil, s.takeAll()), 10)
+	assert.Len(t, appendCollected(nil, s.collect()), 10)
 	assert.Equal(t, uint64(before+10), s.pushed())
-	assert.Equal(t, uint64(before+10), s.taken.Load())
+	assert.Equal(t, uint64(before+10), s.collected.Load())
 }
 
-// cancelQueued cancels t as Cancel does while t is queued.
+// cancelQueued cancels t, which is queued.
 func cancelQueued(tb testing.TB, t *timeout) {
 	tb.Helper()
-	require.True(tb, t.state.CompareAndSwap(stateQueued, stateCancelled))
+	require.Equal(tb, stateQueued, t.currentState())
+	require.True(tb, t.Cancel())
 }
-
-// hookedTask is a task with a Cancelled hook.
-type hookedTask struct{}
-
-func (hookedTask) Run(Timeout)       {}
-func (hookedTask) Cancelled(Timeout) {}
 
 // TestIntakePushUnlinksCancelledTop: a push onto a timeout cancelled while
 // queued links past it, so the worker finds only the live timeouts and
@@ -180,18 +177,22 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	cancelQueued(t, b)
 	c := push(intakeItem(0, 2))
 	assert.Same(t, a, c.prev, "c links past the cancelled b")
+	assert.Nil(t, b.below(), "b, kept by its caller, keeps nothing below it alive")
 
 	cancelQueued(t, a) // below the top: found by the worker
-	hooked := push(&timeout{task: hookedTask{}})
+	hooked := push(&timeout{task: &hookTask{}})
 	cancelQueued(t, hooked)
 	d := push(intakeItem(0, 3))
 	assert.Same(t, hooked, d.prev, "a timeout with a hook is left for the worker")
 
-	taken := s.takeAll()
+	taken := s.collect()
 	assert.Equal(t, 1, taken.unlinked)
-	assert.Equal(t, []*timeout{a, c, hooked, d}, appendTaken(nil, taken))
+	assert.Equal(t, []*timeout{a, c, hooked, d}, appendCollected(nil, taken))
+	for _, to := range []*timeout{a, c, hooked, d} {
+		assert.Nil(t, to.below(), "a collected timeout keeps nothing below it alive")
+	}
 	assert.Equal(t, uint64(5), s.pushed())
-	assert.Equal(t, uint64(5), s.taken.Load())
+	assert.Equal(t, uint64(5), s.collected.Load())
 
 	// The cancelled top of a taken stack is the bottom's no longer: a push
 	// after the take links to the new sentinel.
@@ -199,9 +200,9 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	cancelQueued(t, e)
 	f := push(intakeItem(0, 5))
 	assert.Same(t, s.bottom, f.prev)
-	taken = s.takeAll()
+	taken = s.collect()
 	assert.Equal(t, 1, taken.unlinked)
-	assert.Equal(t, []*timeout{f}, appendTaken(nil, taken))
+	assert.Equal(t, []*timeout{f}, appendCollected(nil, taken))
 	assert.Equal(t, uint64(7), s.pushed())
 }
 
@@ -218,7 +219,7 @@ func TestIntakeCancelRacingTakes(t *testing.T) {
 		require.True(t, ok)
 		if i%2 == 1 {
 			// It races with the worker taking it: either may win.
-			to.state.CompareAndSwap(stateQueued, stateCancelled)
+			to.Cancel()
 		}
 		if i%1000 == 0 {
 			runtime.Gosched()
@@ -227,7 +228,7 @@ func TestIntakeCancelRacingTakes(t *testing.T) {
 	next := make([]int, producers)
 	found, unlinked := 0, 0
 	take := func() int {
-		taken := s.takeAll()
+		taken := s.collect()
 		unlinked += taken.unlinked
 		n := 0
 		for to := taken.pop(); to != nil; to = taken.pop() {

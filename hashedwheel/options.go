@@ -1,9 +1,11 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"math/bits"
+	"reflect"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
@@ -28,11 +30,13 @@ type Option func(*config) error
 // config is what the options build; New validates it as a whole.
 type config struct {
 	tickDuration  time.Duration
-	ticksPerWheel int
+	ticksPerWheel int // a power of two
+	ticksAsGiven  int // WithTicksPerWheel's argument, for error messages
 	maxPending    int64
 	executor      pool.Executor // nil: New's own ants pool
 	logger        *slog.Logger
 	clock         clock.Clock
+	shards        int // 0: by GOMAXPROCS
 }
 
 func defaultConfig() config {
@@ -69,6 +73,7 @@ func WithTicksPerWheel(n int) Option {
 			return invalidOption("WithTicksPerWheel", n, "1 to 1<<30")
 		}
 		c.ticksPerWheel = 1 << bits.Len(uint(n-1))
+		c.ticksAsGiven = n
 		return nil
 	}
 }
@@ -85,14 +90,21 @@ func WithMaxPendingTimeouts(n int64) Option {
 }
 
 // WithExecutor sets the executor that runs expired tasks. The caller owns
-// it: Stop does not release it. pool.Inline runs tasks on the timer's worker
-// goroutine, as Netty does by default: one at a time, those due in the same
-// tick in deadline order, and a slow task delays every later one. Without
-// this option the timer runs tasks on its own pool.Ants of pool.DefaultSize
-// goroutines, in parallel and in no particular order, and Stop releases it.
+// it: Stop waits for the timer's tasks but does not release it.
+//
+// Tasks that come due together are handed to the executor together: as
+// many at once as its Cap method reports, or pool.DefaultSize if it has
+// none, each pool goroutine taking the next task as it finishes the last,
+// so that a slow task holds up no other while the executor has room.
+// pool.Inline instead runs tasks on the timer's worker goroutine, as Netty
+// does by default: one at a time, those due in the same tick in deadline
+// order, and a slow task delays every later one and the wheel. Without
+// this option the timer runs tasks on its own pool.Ants of
+// pool.DefaultSize goroutines, in parallel and in no particular order, and
+// Stop releases it.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
-		if e == nil {
+		if isNil(e) {
 			return invalidOption("WithExecutor", e, "a non-nil pool.Executor")
 		}
 		c.executor = e
@@ -112,6 +124,15 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
+// withShards sets the number of intake shards, a power of two, instead of
+// one per few processors; tests use it so as not to depend on the machine.
+func withShards(n int) Option {
+	return func(cfg *config) error {
+		cfg.shards = n
+		return nil
+	}
+}
+
 // withClock replaces the monotonic clock; tests drive the wheel with
 // clock.Fake.
 func withClock(c clock.Clock) Option {
@@ -121,12 +142,30 @@ func withClock(c clock.Clock) Option {
 	}
 }
 
+// isNil reports whether e is nil, or an interface holding a nil pointer,
+// map, channel, function or slice, which would panic on first use.
+func isNil(e pool.Executor) bool {
+	if e == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(e); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Slice, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
+}
+
 // validate checks what single options cannot: the tick against the wheel
 // size, so that tick arithmetic never overflows.
 func (c *config) validate() error {
 	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
-		return invalidOption("WithTickDuration", c.tickDuration,
-			"less than "+time.Duration(limit).String()+" with this wheel size")
+		wheel := c.ticksAsGiven
+		if wheel == 0 {
+			wheel = c.ticksPerWheel
+		}
+		return fmt.Errorf("%w: WithTickDuration(%v) with WithTicksPerWheel(%d): one turn of the wheel "+
+			"must be shorter than %v; expected a tick below %v for this wheel, or a smaller wheel",
+			ErrInvalidOption, c.tickDuration, wheel, time.Duration(math.MaxInt64), time.Duration(limit))
 	}
 	if c.tickDuration < MinTickDuration {
 		c.logger.Warn("hashedwheel: tick duration below the minimum; using the minimum",

@@ -1,14 +1,14 @@
 package hashedwheel
 
-// staging holds, oldest first, the new timeouts the worker has taken off
-// the intake stacks beyond a tick's transfer budget, for the ticks that
-// follow to move into the wheel before anything taken in after them. Their
-// state stays queued, so that cancelling one is still a single
+// staging holds, oldest first, the new timeouts the worker has collected
+// off the intake stacks beyond a tick's transfer budget, for the ticks
+// that follow to move into the wheel before anything collected after them.
+// Their state stays queued, so that cancelling one is still a single
 // compare-and-swap, and the ticks drop those cancelled meanwhile. Only the
 // worker touches it.
 type staging struct {
 	items []*timeout
-	head  int // items[:head] have been taken and cleared
+	head  int // items[:head] have been popped and cleared
 }
 
 // maxKeptStaging bounds the capacity an empty staging keeps, so that a
@@ -20,7 +20,7 @@ func (s *staging) len() int { return len(s.items) - s.head }
 // push appends t.
 func (s *staging) push(t *timeout) {
 	if len(s.items) == cap(s.items) && s.head >= len(s.items)/2 {
-		// Reuse the taken half instead of growing: appends and takes then
+		// Reuse the popped half instead of growing: pushes and pops then
 		// cost amortised O(1) and the slice stays within twice the content.
 		n := copy(s.items, s.items[s.head:])
 		clear(s.items[n:])
@@ -29,9 +29,9 @@ func (s *staging) push(t *timeout) {
 	s.items = append(s.items, t)
 }
 
-// take moves up to len(buf) timeouts, oldest first, into buf and returns
+// pop moves up to len(buf) timeouts, oldest first, into buf and returns
 // how many.
-func (s *staging) take(buf []*timeout) int {
+func (s *staging) pop(buf []*timeout) int {
 	n := copy(buf, s.items[s.head:])
 	clear(s.items[s.head : s.head+n])
 	s.head += n

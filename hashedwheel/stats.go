@@ -1,17 +1,22 @@
 package hashedwheel
 
 import (
+	"fmt"
+	"strings"
 	"sync/atomic"
 	"time"
 )
 
-// Stats is a snapshot of a timer's counters. The totals only grow. Once the
-// timer is quiet, Scheduled = Pending + Expired + Cancelled + ReturnedByStop.
+// Stats is a snapshot of a timer's counters. The totals only grow. Every
+// snapshot balances: Scheduled = Pending + Expired + Cancelled +
+// ReturnedByStop, and Pending is never negative nor, with
+// WithMaxPendingTimeouts, more than the limit.
 type Stats struct {
 	// Pending is PendingTimeouts: scheduled, and neither expired nor with a
-	// processed cancellation.
+	// processed cancellation. A periodic timeout counts once.
 	Pending int64
-	// Scheduled counts the timeouts NewTimeout and AfterFunc accepted.
+	// Scheduled counts the timeouts NewTimeout, AfterFunc and Every
+	// accepted.
 	Scheduled uint64
 	// Expired counts the timeouts claimed for running.
 	Expired uint64
@@ -19,15 +24,23 @@ type Stats struct {
 	Cancelled uint64
 	// ReturnedByStop counts the timeouts Stop cancelled and returned.
 	ReturnedByStop uint64
+	// Resets counts the Resets that returned true.
+	Resets uint64
+	// PeriodicRuns counts the runs of periodic timeouts started, and
+	// PeriodicSkipped those skipped because the previous run of the same
+	// timeout was still running or the worker was late by a period.
+	PeriodicRuns    uint64
+	PeriodicSkipped uint64
 	// RejectedFull counts NewTimeout calls that failed with
 	// ErrTooManyPendingTimeouts.
 	RejectedFull uint64
 	// RejectedStopped counts NewTimeout calls that failed with ErrStopped.
 	RejectedStopped uint64
-	// ExecutorFailures counts the batches of expired tasks the executor
-	// refused; each ran on a goroutine of its own instead.
+	// ExecutorFailures counts the times the executor refused expired tasks
+	// or panicked taking them; they then ran on a goroutine of their own.
 	ExecutorFailures uint64
-	// Ticks counts the ticks the worker has processed.
+	// Ticks counts the ticks the worker has processed; it sleeps through
+	// ticks with nothing due.
 	Ticks uint64
 	// MaxTickLag is the longest the worker has been late for a tick: how
 	// long after a tick ended the worker started processing it. It grows
@@ -37,32 +50,57 @@ type Stats struct {
 	MaxTickLag time.Duration
 }
 
+// String formats the snapshot as key=value pairs, for logs.
+func (s Stats) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pending=%d scheduled=%d expired=%d cancelled=%d returned_by_stop=%d",
+		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop)
+	fmt.Fprintf(&b, " resets=%d periodic_runs=%d periodic_skipped=%d", s.Resets, s.PeriodicRuns, s.PeriodicSkipped)
+	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d",
+		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures)
+	fmt.Fprintf(&b, " ticks=%d max_tick_lag=%v", s.Ticks, s.MaxTickLag)
+	return b.String()
+}
+
 // Stats returns a snapshot of the timer's counters. It takes no lock and
 // costs about as much as PendingTimeouts, so it can be polled often.
 func (h *HashedWheelTimer) Stats() Stats {
 	c := &h.counters
+	snap := h.snapshot()
 	s := Stats{
-		Expired:          c.expired.Load(),
-		Cancelled:        c.cancelled.Load(),
-		ReturnedByStop:   c.returnedByStop.Load(),
+		Pending:          snap.pending,
+		Scheduled:        snap.accepted,
+		Expired:          snap.expired,
+		Cancelled:        snap.cancelled,
+		ReturnedByStop:   snap.returned,
+		PeriodicRuns:     c.periodicRuns.Load(),
+		PeriodicSkipped:  c.periodicSkipped.Load(),
 		RejectedFull:     c.rejectedFull.Load(),
 		RejectedStopped:  c.rejectedStopped.Load(),
 		ExecutorFailures: c.executorFailures.Load(),
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
 	}
-	// Read after the processed counts, so that Pending is never negative.
-	s.Scheduled = h.scheduled()
-	s.Pending = h.pending(s.Expired+s.Cancelled+s.ReturnedByStop, s.Scheduled)
+	if h.state.Load() != timerInit {
+		for i := range h.shards {
+			s.Resets += h.shards[i].resets.Load()
+		}
+	}
 	return s
 }
 
 // counters are the timer's statistics. The worker writes most of them;
 // producers write only the rejections.
 type counters struct {
+	// processed is expired + cancelled + returnedByStop, each added after
+	// its own counter and before the places under the pending limit are
+	// released, so that a reader can tell a consistent snapshot.
+	processed        atomic.Uint64
 	expired          atomic.Uint64
 	cancelled        atomic.Uint64
 	returnedByStop   atomic.Uint64
+	periodicRuns     atomic.Uint64
+	periodicSkipped  atomic.Uint64
 	rejectedFull     atomic.Uint64
 	rejectedStopped  atomic.Uint64
 	executorFailures atomic.Uint64
@@ -70,16 +108,53 @@ type counters struct {
 	maxTickLag       atomic.Int64
 }
 
-// processed returns the number of timeouts that left the pending set.
-func (c *counters) processed() uint64 {
-	return c.expired.Load() + c.cancelled.Load() + c.returnedByStop.Load()
+// addProcessed adds n to one of the counters of processed timeouts.
+func (c *counters) addProcessed(counter *atomic.Uint64, n uint64) {
+	if n == 0 {
+		return
+	}
+	counter.Add(n)
+	c.processed.Add(n)
 }
 
-// pending returns the pending count from processed and scheduled, which
-// must be read in that order so that it is never negative.
-func (h *HashedWheelTimer) pending(processed, scheduled uint64) int64 {
-	if h.state.Load() == timerStopped {
-		return 0
+// pendingSnapshot is a balanced reading of the pending count.
+type pendingSnapshot struct {
+	pending                      int64
+	accepted                     uint64
+	expired, cancelled, returned uint64
+}
+
+// snapshotAttempts bounds the readings snapshot makes while the worker
+// keeps counting; the last one is then made to balance.
+const snapshotAttempts = 100
+
+// snapshot reads the processed counts, the accepted count and the
+// processed counts again, until nothing was processed in between: the
+// pending count is then exact for an instant within the reading. Every
+// pending timeout holds a place under the limit until after it is counted
+// processed, so the count never exceeds the limit. Should the worker keep
+// counting through every attempt, the last reading is clamped to the
+// limit and balanced.
+func (h *HashedWheelTimer) snapshot() pendingSnapshot {
+	c := &h.counters
+	state := h.state.Load()
+	var s pendingSnapshot
+	for attempt := 1; ; attempt++ {
+		before := c.processed.Load()
+		s.expired, s.cancelled, s.returned = c.expired.Load(), c.cancelled.Load(), c.returnedByStop.Load()
+		if state != timerInit {
+			s.accepted = h.accepted()
+		}
+		processed := s.expired + s.cancelled + s.returned
+		if c.processed.Load() == before && processed == before || attempt == snapshotAttempts {
+			s.pending = int64(s.accepted - processed)
+			break
+		}
 	}
-	return int64(scheduled - processed)
+	s.pending = max(s.pending, 0)
+	if h.maxPending > 0 {
+		s.pending = min(s.pending, h.maxPending)
+	}
+	s.accepted = s.expired + s.cancelled + s.returned + uint64(s.pending)
+	return s
 }

@@ -2,82 +2,111 @@ package hashedwheel
 
 import (
 	"fmt"
+	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
 )
 
-// The states of a timeout. Every timeout starts queued and ends cancelled
-// or expired; each transition is one compare-and-swap, so exactly one of
-// the worker, Cancel and Stop wins each timeout.
+// A timeout's state word holds its deadline and its state, so that Cancel,
+// Reset and the worker's claim each decide with one compare-and-swap of one
+// word: a claim that read a deadline fails if a Reset moved it meanwhile.
 //
-//	queued ──worker takes it──▶ scheduled ──worker claims it──▶ expired
-//	   │                            │
+//	queued ──worker takes it in──▶ scheduled ──worker claims it──▶ expired
+//	   │                              │
 //	   └──Cancel or Stop──▶ cancelled ◀──Cancel or Stop──┘
 //
-// The state is the low stateBits of the timeout's state word. Once the
-// worker has taken a timeout, the rest of the word holds the index of the
-// bucket that links it: taking it and recording where it went are one
-// compare-and-swap, and the word stays 32 bits.
+// Reset rewrites the deadline of a queued or scheduled timeout and keeps
+// its state. A periodic timeout stays scheduled: each run advances its
+// deadline by whole periods, and runningBit marks a run in progress.
 const (
-	stateQueued    uint32 = iota // on an intake stack or staged, not yet in a bucket
+	stateQueued    uint64 = iota // on an intake stack or staged, not yet in a bucket
 	stateScheduled               // linked in a bucket by the worker
 	stateCancelled               // cancelled; the task will never run
 	stateExpired                 // claimed by the worker; the task runs
 
-	stateBits = 2
-	stateMask = 1<<stateBits - 1
+	stateMask  = 1<<2 - 1
+	runningBit = 1 << 2 // a periodic timeout's run is in progress
+	flagsMask  = 1<<deadlineShift - 1
+
+	// deadlineShift puts the deadline above the flags, in units of 8ns, so
+	// that the word holds any deadline an int64 of nanoseconds can.
+	deadlineShift = 3
 )
 
-// Every bucket index fits in the state word beside the state: this
-// constant does not compile otherwise.
-const _ uint32 = (MaxTicksPerWheel - 1) << stateBits
+func stateOf(word uint64) uint64 { return word & stateMask }
+
+// deadlineOf returns the deadline held in word, in nanoseconds after the
+// timer's start.
+func deadlineOf(word uint64) int64 {
+	q := word >> deadlineShift
+	if q >= 1<<(63-deadlineShift) {
+		return math.MaxInt64
+	}
+	return int64(q << deadlineShift)
+}
+
+// withDeadline returns word with its deadline replaced by d, which is not
+// negative, rounded up to a multiple of 8ns: never earlier than d.
+func withDeadline(word uint64, d int64) uint64 {
+	q := uint64(d) >> deadlineShift
+	if d&flagsMask != 0 {
+		q++
+	}
+	return q<<deadlineShift | word&flagsMask
+}
+
+// withState returns word with its state replaced by s.
+func withState(word, s uint64) uint64 { return word&^stateMask | s }
 
 // timeout is the Timeout of a HashedWheelTimer, and the node of its intake
 // stack and of its bucket list. Its size is 64 bytes: one allocation class,
 // one cache line.
 type timeout struct {
-	timer    *HashedWheelTimer
-	task     TimerTask
-	deadline int64 // nanoseconds after the timer's start
+	timer *HashedWheelTimer
+	task  TimerTask
+	word  atomic.Uint64 // deadline and state
 
 	// While queued, prev links the timeout to the node below it on its
 	// shard's intake stack and seq counts it among the shard's pushes; both
-	// are written before it is published and seq never changes. Producers
-	// read prev of a timeout cancelled while queued (see shard.under), and
-	// the worker clears it when it drops one, both atomically (below,
-	// forgetBelow). Once the worker has taken a timeout that is not
-	// cancelled, next, prev and remainingRounds are the worker's alone.
-	remainingRounds int64 // full turns of the wheel left before it is due
-	next, prev      *timeout
-	seq             uint32
+	// are written before it is published. Producers may read prev of the
+	// top of a stack, so it is cleared atomically (forgetBelow). Once the
+	// worker has taken the timeout in, next and prev link it in its bucket,
+	// and they, seq and bucket are the worker's alone.
+	next, prev *timeout
+	seq        uint32
+	bucket     uint32 // 1 + the index of the bucket that links it; 0 if none
 
-	state atomic.Uint32 // the state, and the bucket index once scheduled
+	period int64 // nanoseconds between the runs of a periodic timeout; 0 if one-shot
 }
 
 func (t *timeout) Timer() Timer    { return t.timer }
 func (t *timeout) Task() TimerTask { return t.task }
 
 func (t *timeout) Deadline() time.Time {
-	return t.timer.startTime.Add(time.Duration(t.deadline))
+	return t.timer.startTime.Add(time.Duration(deadlineOf(t.word.Load())))
 }
 
 func (t *timeout) IsExpired() bool   { return t.currentState() == stateExpired }
 func (t *timeout) IsCancelled() bool { return t.currentState() == stateCancelled }
 
+// currentState returns the state, without the deadline.
+func (t *timeout) currentState() uint64 { return stateOf(t.word.Load()) }
+
 // Cancel cancels the timeout if it has neither expired nor been cancelled.
-// A timeout the worker has not yet taken needs nothing more: the worker
-// drops it when it takes it. One already in a bucket is reported to the
-// worker, which unlinks it by its next tick.
+// A timeout the worker has not taken in needs nothing more: the worker, or
+// the next push onto its stack, drops it. One in a bucket is reported to
+// the worker, which unlinks it.
 func (t *timeout) Cancel() bool {
 	for {
-		switch s := t.state.Load(); s & stateMask {
+		w := t.word.Load()
+		switch stateOf(w) {
 		case stateQueued:
-			if t.state.CompareAndSwap(s, stateCancelled) {
+			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
 				return true
 			}
 		case stateScheduled:
-			if t.state.CompareAndSwap(s, s&^stateMask|stateCancelled) {
+			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
 				t.timer.reportCancelled(t)
 				return true
 			}
@@ -87,50 +116,58 @@ func (t *timeout) Cancel() bool {
 	}
 }
 
-// below returns the node below the timeout on its intake stack.
-func (t *timeout) below() *timeout {
-	return (*timeout)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev))))
-}
-
-// forgetBelow clears the link of a timeout cancelled while queued to the
-// node below it, once the worker has dropped it: a caller that keeps the
-// cancelled timeout then does not keep the timeouts made before it.
-func (t *timeout) forgetBelow() {
-	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
-}
-
-// currentState returns the state, without the bucket index.
-func (t *timeout) currentState() uint32 { return t.state.Load() & stateMask }
-
-// bucketIndex returns the index of the bucket that links the timeout. Only
-// the worker may call it, and only for a timeout it has taken.
-func (t *timeout) bucketIndex() uint32 { return t.state.Load() >> stateBits }
-
-// take moves a queued timeout into the wheel's hands, into the bucket at
-// index; it fails if the timeout was cancelled while queued.
-func (t *timeout) take(index uint32) bool {
-	return t.state.CompareAndSwap(stateQueued, stateScheduled|index<<stateBits)
-}
-
-// claim marks a scheduled timeout expired so that its task may run; it
-// fails if the timeout was cancelled.
-func (t *timeout) claim() bool {
-	s := t.state.Load()
-	return s&stateMask == stateScheduled && t.state.CompareAndSwap(s, s&^stateMask|stateExpired)
+// Reset moves the deadline to now + delay if the timeout has neither
+// expired nor been cancelled. A later deadline costs the worker nothing
+// now: it re-files the timeout when the old deadline's bucket comes round.
+// An earlier one is reported to the worker, which re-files the timeout by
+// then.
+func (t *timeout) Reset(delay time.Duration) bool {
+	h := t.timer
+	d := deadline(h.now(), delay)
+	for {
+		w := t.word.Load()
+		s := stateOf(w)
+		if s != stateQueued && s != stateScheduled {
+			return false
+		}
+		if !t.word.CompareAndSwap(w, withDeadline(w, d)) {
+			continue
+		}
+		h.shardOf(t).resets.Add(1)
+		// A queued timeout is filed by the deadline the worker reads when
+		// it takes it in; a scheduled one is filed by an older deadline,
+		// never later than the one it replaced.
+		if s == stateScheduled && h.tickOf(d) < h.tickOf(deadlineOf(w)) {
+			h.reportMovedEarlier(t)
+		}
+		return true
+	}
 }
 
 // cancelForStop cancels a timeout on behalf of Stop; it fails if Cancel
 // got there first.
 func (t *timeout) cancelForStop() bool {
 	for {
-		s := t.state.Load()
-		if st := s & stateMask; st != stateQueued && st != stateScheduled {
+		w := t.word.Load()
+		if s := stateOf(w); s != stateQueued && s != stateScheduled {
 			return false
 		}
-		if t.state.CompareAndSwap(s, s&^stateMask|stateCancelled) {
+		if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
 			return true
 		}
 	}
+}
+
+// below returns the node below the timeout on its intake stack.
+func (t *timeout) below() *timeout {
+	return (*timeout)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev))))
+}
+
+// forgetBelow clears the timeout's link to the node below it on its intake
+// stack, so that a caller keeping the timeout keeps nothing else alive.
+// Producers may be reading it, hence the atomic store.
+func (t *timeout) forgetBelow() {
+	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
 }
 
 func (t *timeout) String() string {

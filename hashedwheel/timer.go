@@ -6,7 +6,8 @@ import "time"
 //
 // Run is called at most once per Timeout, never before the Timeout's
 // deadline, on the goroutine the timer's executor chooses. A panic in Run is
-// recovered and logged; it does not affect the timer or other tasks.
+// recovered and logged with its stack; it does not affect the timer or
+// other tasks.
 //
 // A TimerTask may also implement
 //
@@ -50,11 +51,16 @@ type Timeout interface {
 	// Cancel prevents the task from running. It returns true for the one
 	// call that cancelled the timeout and false if the timeout had already
 	// expired or been cancelled. It never blocks; the timer releases the
-	// timeout's memory within one tick.
+	// timeout's memory by the end of the next tick.
 	Cancel() bool
 	// Reset moves the deadline of a timeout that has neither expired nor
-	// been cancelled to now + delay and returns true; otherwise it changes
-	// nothing and returns false.
+	// been cancelled to now + delay, clamped as NewTimeout clamps it, and
+	// returns true: the task then runs once, at the first tick end after
+	// the new deadline, never before it. Otherwise it changes nothing and
+	// returns false, and the caller schedules anew. A Reset that returned
+	// true before the timer claimed the timeout holds until a later
+	// successful Reset or Cancel. Reset never blocks; pushing a deadline
+	// later, as a heartbeat does, allocates nothing.
 	Reset(delay time.Duration) bool
 }
 

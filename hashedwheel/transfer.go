@@ -7,102 +7,91 @@ package hashedwheel
 const maxTransfersPerTick = 100_000
 
 // maxDiscardsPerTick bounds the staged timeouts, cancelled after the
-// worker took them in, that one tick drops on its way to the timeouts it
-// moves; the rest are dropped by the ticks that follow. Netty counts them
-// against the transfer limit; dropping one costs far less than placing
-// one, so they get a limit of their own.
+// worker collected them, that one tick drops on its way to the timeouts it
+// moves; the rest are dropped by the ticks that follow. Dropping one costs
+// far less than placing one, so they get a limit of their own.
 const maxDiscardsPerTick = 10 * maxTransfersPerTick
 
 // transferBatch is how many staged timeouts are moved at a time.
 const transferBatch = 64
 
-// transfer is the step of a tick that moves new timeouts into the wheel:
-// first those staged, oldest first, then those on the intake stacks, at
-// most maxTransfersPerTick in all. Those cancelled before they got there
-// are dropped; of the staged ones, at most maxDiscardsPerTick. It reports
-// whether it moved or dropped anything.
-func (w *worker) transfer() bool {
-	w.transfersLeft = maxTransfersPerTick
+// transferTimeoutsToBuckets is the step of a tick that moves new timeouts
+// into the wheel, as Netty's: first those staged, oldest first, then those
+// on the intake stacks, at most maxTransfersPerTick a tick. Those
+// cancelled before they got there are dropped. The budget is renewed once
+// per tick that covers now; a pass between ticks uses what is left of it.
+func (w *worker) transferTimeoutsToBuckets(now int64) {
+	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
+		w.transfersLeft = maxTransfersPerTick
+		w.budgetTick = tick
+	}
+	w.transferStaged()
+	if !w.stopped {
+		w.collectIntake()
+	}
+}
+
+// transferStaged moves staged timeouts into the wheel while the budget
+// lasts, dropping at most maxDiscardsPerTick cancelled ones.
+func (w *worker) transferStaged() {
 	discards := maxDiscardsPerTick
-	active := false
 	var buf [transferBatch]*timeout
 	for w.transfersLeft > 0 && discards > 0 && !w.stopped {
-		n := w.staged.take(buf[:min(transferBatch, w.transfersLeft, discards)])
+		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
 		if n == 0 {
 			break
 		}
-		active = true
+		w.active = true
 		// The timeouts were written on other cores and staged long ago:
-		// read their states first, with plain loads the processor
-		// overlaps, instead of paying one cache miss after another under
-		// compare-and-swap.
-		var states [transferBatch]uint32
+		// load their states first, with plain loads the processor overlaps,
+		// instead of one cache miss after another under compare-and-swap.
+		var states [transferBatch]uint64
 		for j, t := range buf[:n] {
 			states[j] = t.currentState()
 		}
 		for j, t := range buf[:n] {
-			if states[j] != stateCancelled && w.wheel.schedule(t) {
+			if states[j] != stateCancelled && w.wheel.insert(t) {
 				w.transfersLeft--
 			} else { // cancelled since it was staged
-				w.droppedQueued(t)
+				w.dropCancelledQueued(t)
 				discards--
 			}
 			buf[j] = nil
 		}
-		// After the batch is in the wheel: a hook may call Stop, which
-		// must find every timeout on a stack, staged or in the wheel.
-		w.runHooks()
+		// After the batch is in the wheel: a hook may call Stop, which must
+		// find every timeout on a stack, staged or in the wheel.
+		w.flushCancellations()
 	}
-	w.publishCancelled()
-	if !w.stopped && w.takeIntake() {
-		active = true
-	}
-	return active
 }
 
-// takeIntake takes every timeout off the intake stacks, oldest first on
-// each: it drops those cancelled while queued and moves the others into
-// the wheel while the current tick's transfer budget lasts. It stages the
-// rest, still queued, for the ticks that follow, and so every timeout
-// while any is staged, so that they reach the wheel in the order they were
-// made. It reports whether it took anything.
-func (w *worker) takeIntake() bool {
+// collectIntake collects every timeout off the intake stacks, oldest first
+// on each: it drops those cancelled while queued and moves the others into
+// the wheel while the budget lasts. It stages the rest, still queued, and
+// every timeout while any is staged, so that they reach the wheel in the
+// order they were made.
+func (w *worker) collectIntake() {
 	h := w.timer
-	took := false
 	for i := 0; i < len(h.shards) && !w.stopped; i++ {
-		taken := h.shards[i].takeAll()
-		took = took || taken.head != nil
-		w.uncounted += taken.unlinked
-		for t := taken.pop(); t != nil; t = taken.pop() {
+		batch := h.shards[i].collect()
+		if batch.head != nil || batch.unlinked != 0 {
+			w.active = true
+		}
+		w.uncounted += batch.unlinked
+		for t := batch.pop(); t != nil; t = batch.pop() {
 			switch {
 			case t.currentState() == stateCancelled:
-				w.droppedQueued(t)
+				w.dropCancelledQueued(t)
 			case w.transfersLeft > 0 && w.staged.len() == 0:
-				if w.wheel.schedule(t) {
+				if w.wheel.insert(t) {
 					w.transfersLeft--
 				} else { // cancelled just now
-					w.droppedQueued(t)
+					w.dropCancelledQueued(t)
 				}
 			default:
 				w.staged.push(t)
 			}
 		}
-		// After the taken timeouts are placed: a hook may call Stop.
-		w.runHooks()
-	}
-	w.publishCancelled()
-	return took
-}
-
-// takeInBetweenTicks does the tick's work that need not wait for the tick:
-// it unlinks the timeouts whose cancellation was reported, and takes in the
-// intake stacks within what is left of the last tick's transfer budget. It
-// runs when a producer wakes the worker because a stack or a queue has
-// taken in wakeEvery more, so that what producers cancel is released
-// within a few thousand pushes instead of at the next tick.
-func (w *worker) takeInBetweenTicks() {
-	w.processCancellations()
-	if !w.stopped {
-		w.takeIntake()
+		// After the collected timeouts are placed: a hook may call Stop.
+		w.flushCancellations()
 	}
 }

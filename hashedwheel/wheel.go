@@ -1,111 +1,257 @@
 package hashedwheel
 
-import "math"
+import (
+	"math"
+	"math/bits"
+)
 
-// wheel is the rounds-based hashed timing wheel (Varghese and Lauck's
-// scheme 6, as in Netty). Tick n covers deadlines in
-// [n·tickDuration, (n+1)·tickDuration) and is expired once the clock has
-// passed its end, so a timeout never expires before its deadline. A
-// timeout whose tick is further away than one turn of the wheel waits in
-// its bucket with a count of the turns still to go.
+// wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
+// Netty. Tick n covers deadlines in [n·tickDuration, (n+1)·tickDuration)
+// and is expired once the clock has passed its end, so a timeout never
+// expires before its deadline. A timeout due more than one turn of the
+// wheel away waits in its bucket, passed over until its turn comes.
+//
+// Where Netty counts the turns left in each timeout, the wheel compares the
+// tick of the deadline in the timeout's state word with the current tick.
+// A Reset that moves a deadline later then needs no bookkeeping: the walk
+// that finds the timeout not yet due files it where its new deadline falls.
+// And the wheel knows a tick before which nothing in it is due, so that the
+// worker can sleep through the ticks in between instead of walking them.
 //
 // Only the worker goroutine touches a wheel.
 type wheel struct {
 	buckets      []bucket
-	mask         int64 // len(buckets)-1; len is a power of two
-	tickDuration int64 // nanoseconds
-	tick         int64 // the next tick to expire
-	size         int   // timeouts linked in buckets
+	occupied     []uint64 // bit i is set while bucket i is not empty
+	mask         int64    // len(buckets)-1; len is a power of two
+	tickDuration int64    // nanoseconds
+	tick         int64    // the next tick to expire
+	size         int      // timeouts linked in buckets
+	// earliest is a tick before which no timeout in the wheel is due:
+	// lowered by each link, recomputed once the wheel reaches it.
+	earliest int64
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
-	return &wheel{
+	wh := &wheel{
 		buckets:      make([]bucket, ticksPerWheel),
+		occupied:     make([]uint64, (ticksPerWheel+63)/64),
 		mask:         int64(ticksPerWheel - 1),
 		tickDuration: tickDuration,
+		earliest:     math.MaxInt64,
 	}
-}
-
-// schedule takes the queued timeout t and links it into the bucket of the
-// tick that covers its deadline, or into the current tick's bucket if that
-// tick has passed. It fails, linking nothing, if t was cancelled while
-// queued.
-func (w *wheel) schedule(t *timeout) bool {
-	due := t.deadline / w.tickDuration
-	index := max(due, w.tick) & w.mask
-	if !t.take(uint32(index)) {
-		return false
+	for i := range wh.buckets {
+		wh.buckets[i].minDue = math.MaxInt64
 	}
-	// Rounds count from the current tick: counting them from tick zero made
-	// re-scheduled timeouts drift later and later (netty#1959).
-	t.remainingRounds = (due - w.tick) / int64(len(w.buckets))
-	w.buckets[index].add(t)
-	w.size++
-	return true
+	return wh
 }
 
-// remove unlinks t from its bucket.
-func (w *wheel) remove(t *timeout) {
-	w.buckets[t.bucketIndex()].remove(t)
-	w.size--
-}
-
-// expire walks the current tick's bucket: it claims each timeout with no
-// rounds left, unlinks it and appends it to due, and takes one round from
-// each of the others. Cancelled timeouts are left for the cancellation pass,
-// which unlinks them. now is the clock, in nanoseconds after the start, at
-// or after the end of the current tick. It returns due and the number of
-// timeouts found due but out of place (never non-zero unless the
-// arithmetic is broken); those are kept, not fired early.
-func (w *wheel) expire(now int64, due []*timeout) ([]*timeout, int) {
-	b := &w.buckets[w.tick&w.mask]
-	misplaced := 0
-	for t := b.head; t != nil; {
-		switch {
-		case t.remainingRounds > 0:
-			if t.currentState() != stateCancelled {
-				t.remainingRounds--
-			}
-			t = t.next
-		case t.deadline > now:
-			misplaced++
-			t = t.next
-		case t.claim():
-			next := b.remove(t)
-			w.size--
-			due = append(due, t)
-			t = next
-		default: // cancelled: the cancellation pass unlinks it
-			t = t.next
+// insert takes the queued timeout t into the wheel, in the bucket of the
+// tick that covers its deadline, or of the current tick if that one has
+// passed. It fails, linking nothing, if t was cancelled while queued.
+func (wh *wheel) insert(t *timeout) bool {
+	for {
+		w := t.word.Load()
+		if stateOf(w) != stateQueued {
+			return false
+		}
+		if t.word.CompareAndSwap(w, withState(w, stateScheduled)) {
+			wh.link(t, max(deadlineOf(w)/wh.tickDuration, wh.tick))
+			wh.size++
+			return true
 		}
 	}
-	return due, misplaced
+}
+
+// refile moves a timeout already in the wheel to the bucket its current
+// deadline falls in, after a Reset moved that deadline earlier.
+func (wh *wheel) refile(t *timeout) {
+	wh.unlink(t)
+	wh.link(t, max(deadlineOf(t.word.Load())/wh.tickDuration, wh.tick))
+}
+
+// link appends t to the bucket of tick due.
+func (wh *wheel) link(t *timeout, due int64) {
+	i := due & wh.mask
+	wh.buckets[i].add(t, due)
+	t.bucket = uint32(i) + 1
+	wh.occupied[i>>6] |= 1 << (i & 63)
+	wh.earliest = min(wh.earliest, due)
+}
+
+// unlink removes t from its bucket.
+func (wh *wheel) unlink(t *timeout) {
+	i := int64(t.bucket - 1)
+	b := &wh.buckets[i]
+	b.remove(t)
+	t.bucket = 0
+	if b.head == nil {
+		wh.occupied[i>>6] &^= 1 << (i & 63)
+	}
+}
+
+// remove takes t out of the wheel.
+func (wh *wheel) remove(t *timeout) {
+	wh.unlink(t)
+	wh.size--
+}
+
+// expiry counts what one bucket walk did.
+type expiry struct {
+	expired   int // one-shot timeouts claimed
+	runs      int // periodic runs claimed
+	skipped   int // periodic runs skipped, the previous one still running
+	misplaced int // found due with a deadline after now: kept, never fired early
+}
+
+// expire walks the current tick's bucket: it claims each timeout due by
+// now, unlinks it and appends it to due; it claims each due run of a
+// periodic timeout, appends it to due and files the timeout for its next
+// run; and it files elsewhere each timeout that a Reset moved to another
+// bucket's tick. Cancelled timeouts are left for the cancellation pass.
+// now is the clock, in nanoseconds after the start, at or after the end of
+// the current tick.
+func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
+	var ex expiry
+	i := wh.tick & wh.mask
+	b := &wh.buckets[i]
+	b.minDue = math.MaxInt64 // recomputed from what stays
+	for t := b.head; t != nil; {
+		next := t.next
+		due = wh.visit(b, t, now, due, &ex)
+		t = next
+	}
+	if b.head == nil {
+		b.minDue = math.MaxInt64
+		wh.occupied[i>>6] &^= 1 << (i & 63)
+	}
+	return due, ex
+}
+
+// visit is expire's step for one timeout t of bucket b.
+func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *expiry) []*timeout {
+	for {
+		w := t.word.Load()
+		if stateOf(w) != stateScheduled {
+			return due // cancelled: the cancellation pass unlinks it
+		}
+		d := deadlineOf(w)
+		tick := d / wh.tickDuration
+		switch {
+		case tick > wh.tick:
+			if tick&wh.mask == wh.tick&wh.mask {
+				b.minDue = min(b.minDue, tick) // a later turn
+			} else {
+				wh.unlink(t) // Reset moved it later
+				wh.link(t, tick)
+			}
+			return due
+		case d > now:
+			ex.misplaced++
+			b.minDue = min(b.minDue, wh.tick)
+			return due
+		case t.period != 0:
+			next, run := nextRun(w, now, t.period)
+			if !t.word.CompareAndSwap(w, next) {
+				continue
+			}
+			wh.unlink(t)
+			wh.link(t, deadlineOf(next)/wh.tickDuration)
+			if !run {
+				ex.skipped++
+				return due
+			}
+			ex.runs++
+			return append(due, t)
+		case t.word.CompareAndSwap(w, withState(w, stateExpired)):
+			wh.remove(t)
+			ex.expired++
+			return append(due, t)
+		}
+	}
+}
+
+// nextRun returns the state word of a periodic timeout, read as w, after
+// its run due by now: the deadline advanced to the first whole period
+// after now, so that runs keep to start + k·period and a late worker skips
+// the runs it missed, as time.Ticker drops ticks; and whether the run
+// starts, which it does unless the previous one is still running.
+func nextRun(w uint64, now, period int64) (next uint64, run bool) {
+	d := deadlineOf(w)
+	next = withDeadline(w, math.MaxInt64)
+	if k := (now-d)/period + 1; k <= (math.MaxInt64-d)/period {
+		next = withDeadline(w, d+k*period)
+	}
+	if w&runningBit != 0 {
+		return next, false
+	}
+	return next | runningBit, true
 }
 
 // advance moves to the next tick.
-func (w *wheel) advance() { w.tick++ }
+func (wh *wheel) advance() {
+	wh.tick++
+	if wh.earliest < wh.tick {
+		wh.earliest = wh.findEarliest(wh.tick)
+	}
+}
+
+// skipIdleTicks moves the wheel past the ticks before its earliest due
+// tick, but not past tick limit: nothing in the skipped ticks' buckets is
+// due in them.
+func (wh *wheel) skipIdleTicks(limit int64) {
+	wh.tick = max(wh.tick, min(wh.earliest, limit))
+}
+
+// findEarliest returns a tick, from or later, before which no timeout in
+// the wheel is due: the least bound of the buckets, which it scans from
+// from's, skipping empty ones, until no later bucket can hold a lesser one.
+func (wh *wheel) findEarliest(from int64) int64 {
+	best := int64(math.MaxInt64)
+	n := int64(len(wh.buckets))
+	start := from & wh.mask
+	for k := int64(0); k < n && from+k < best; {
+		i := (start + k) & wh.mask
+		rest := wh.occupied[i>>6] >> (i & 63)
+		if rest&1 == 0 {
+			skip := 64 - i&63
+			if rest != 0 {
+				skip = int64(bits.TrailingZeros64(rest))
+			}
+			k += min(skip, n-i) // no further than the end of the array
+			continue
+		}
+		best = min(best, wh.buckets[i].minDue)
+		k++
+	}
+	return max(best, from)
+}
+
+// tickOf returns the tick that covers instant, in nanoseconds after the
+// start.
+func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration }
 
 // tickEnd returns the instant, in nanoseconds after the start, at which the
 // current tick may be expired.
-func (w *wheel) tickEnd() int64 {
-	if w.tick >= math.MaxInt64/w.tickDuration { // (tick+1)·tickDuration overflows
+func (wh *wheel) tickEnd() int64 { return wh.endOf(wh.tick) }
+
+// endOf returns the instant at which tick ends, saturating instead of
+// overflowing.
+func (wh *wheel) endOf(tick int64) int64 {
+	if tick >= math.MaxInt64/wh.tickDuration { // (tick+1)·tickDuration overflows
 		return math.MaxInt64
 	}
-	return (w.tick + 1) * w.tickDuration
-}
-
-// skipTo moves an empty wheel to the tick that covers instant, so that a
-// worker waking from idleness does not replay the ticks it slept through.
-func (w *wheel) skipTo(instant int64) {
-	if w.size == 0 {
-		w.tick = max(w.tick, instant/w.tickDuration)
-	}
+	return (tick + 1) * wh.tickDuration
 }
 
 // clear unlinks every timeout and calls f for each.
-func (w *wheel) clear(f func(*timeout)) {
-	for i := range w.buckets {
-		w.buckets[i].clear(f)
+func (wh *wheel) clear(f func(*timeout)) {
+	for i := range wh.buckets {
+		wh.buckets[i].clear(func(t *timeout) {
+			t.bucket = 0
+			f(t)
+		})
 	}
-	w.size = 0
+	clear(wh.occupied)
+	wh.size = 0
+	wh.earliest = math.MaxInt64
 }

@@ -4,17 +4,14 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// maxDeferredDue bounds the expired timeouts a late worker collects over
-// the ticks it catches up before handing them to the executor.
-const maxDeferredDue = maxTransfersPerTick
-
 // lingerTime is how long a worker keeps ticking after its last activity
-// before it falls asleep until the next NewTimeout: timeouts made and
-// cancelled back to back then do not pay a wake-up each.
+// before it sleeps until the next due timeout: timeouts made and cancelled
+// back to back then do not pay a wake-up each.
 const lingerTime = 50 * time.Millisecond
 
 // worker is the goroutine that owns the wheel. Everything here but the
@@ -22,120 +19,162 @@ const lingerTime = 50 * time.Millisecond
 type worker struct {
 	timer         *HashedWheelTimer
 	wheel         *wheel
-	due           []*timeout // expired timeouts not yet handed to the executor
-	sortScratch   []deadlineOf
-	staged        staging // taken in beyond a tick's budget, not yet in the wheel
+	dispatcher    *dispatch.Dispatcher[*timeout]
+	due           []*timeout // claimed timeouts not yet dispatched
+	sortScratch   []deadlineKey
+	staged        staging // collected beyond a tick's budget, not yet in the wheel
 	transfersLeft int     // of the current tick's maxTransfersPerTick
-	woken         bool    // slept since the last tick: a producer may have woken the worker early
-	inline        bool    // the executor is pool.Inline: no batching
-	stopped       bool
+	budgetTick    int64   // the tick transfersLeft was renewed for
+	stopped       bool    // shutdown has run
+	active        bool    // something happened since the last tick
+	quietTicks    int     // ticks in a row with nothing to do
+	lingerTicks   int     // quiet ticks before the worker sleeps until due
 	maxLag        int64
-	uncounted     int        // cancellations completed but not yet counted
-	hooked        []*timeout // cancellations whose Cancelled hook is yet to run
-	quietTicks    int        // ticks in a row with nothing to do
-	lingerTicks   int        // quiet ticks before the worker falls asleep
+	uncounted     int        // completed cancellations not yet counted
+	hooked        []*timeout // completed cancellations whose hook is yet to run
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
 	linger := max(2, int(lingerTime/h.config.tickDuration))
-	return &worker{
+	w := &worker{
 		timer:       h,
 		wheel:       newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
-		inline:      h.executor == pool.Inline,
 		quietTicks:  linger, // nothing has happened yet
 		lingerTicks: linger,
 	}
+	cfg := dispatch.Config[*timeout]{
+		Run:         (*timeout).run,
+		Parallelism: executorSize(h.executor),
+		Refused:     h.executorRefused,
+	}
+	if h.executor != pool.Inline {
+		cfg.Executor = h.executor
+	}
+	w.dispatcher = dispatch.New(cfg)
+	return w
 }
 
-// run is the worker goroutine: it sleeps until the end of the current tick,
-// processes the tick, and repeats, until Stop.
+// run is the worker goroutine, in the steps of Netty's Worker.run: wait for
+// the next tick, process the cancellations, move new timeouts into their
+// buckets, expire the tick's bucket, and hand the expired tasks to the
+// executor; until Stop.
 func (w *worker) run() {
 	h := w.timer
 	h.workerID.Store(goid.Current())
 	defer w.exit()
 	for !w.stopped {
-		if h.state.Load() == timerStopped {
-			w.dispatch() // claimed timeouts run, even now
-			if !w.stopped {
+		now := w.waitForNextTick()
+		if h.state.Load() == timerStopped && !w.stopped {
+			w.dispatch()    // claimed timeouts run, even now
+			if !w.stopped { // a task running inline may have called Stop
 				h.stopResult = w.shutdown()
 			}
 			return
 		}
-		now := h.clock.Now() - h.startNanos
-		end := w.wheel.tickEnd()
-		if now < end {
-			w.dispatch()
-			if w.stopped { // a task running inline called Stop
-				return
-			}
-			if w.woken {
-				// The tick has not ended: a producer woke the worker
-				// because a stack or a queue has taken in wakeEvery more.
-				w.woken = false
-				w.takeInBetweenTicks()
-				continue
-			}
-			if w.quietTicks >= w.lingerTicks && w.wheel.size == 0 && w.staged.len() == 0 && h.intakeEmpty() {
-				w.sleepUntilWoken()
-			} else {
-				h.sleeper.Sleep(instant(h.startNanos, end))
-				w.woken = true
-			}
-			continue
+		w.processCancelledTasks()
+		w.transferTimeoutsToBuckets(now)
+		w.expireTimeouts(now)
+		w.dispatchExpired(now)
+	}
+}
+
+// waitForNextTick waits, as Netty's does, for the end of the next tick
+// that can expire something, and returns the clock then; it returns sooner
+// when a producer wakes the worker with work for it, or Stop does.
+//
+// While anything happened in the last lingerTime, the worker waits for the
+// end of each tick. Then it sleeps until the end of the first tick with
+// something due, forever if nothing is pending, and producers wake it for
+// every new timeout and every report, so that none waits for that tick.
+func (w *worker) waitForNextTick() (now int64) {
+	h, wh := w.timer, w.wheel
+	for slept := false; ; slept = true {
+		now = h.now()
+		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
+			return now
 		}
-		// Tick ends are absolute, so lateness never accumulates: a late
-		// worker runs the ticks it missed back to back, and hands their
-		// expired timeouts to the executor together once it has caught up.
-		w.runTick(now, now-end)
-		if len(w.due) >= maxDeferredDue {
-			w.dispatch()
+		if w.quietTicks < w.lingerTicks || w.staged.len() > 0 {
+			h.sleeper.Sleep(instant(h.startNanos, wh.endOf(w.nextTick(now))))
+		} else {
+			w.sleepUntilDue(wh.endOf(max(wh.tick, wh.earliest)))
 		}
 	}
 }
 
-// runTick processes the current tick, in Netty's order: unlink cancelled
-// timeouts, move new ones into the wheel, then expire the tick's bucket.
-// Transfer must come before expiry: a new timeout due a whole number of
-// turns from now lands in the current bucket and must lose its first round
-// in this same pass.
-func (w *worker) runTick(now, lag int64) {
+// nextTick returns the tick the worker expires next, skipping, up to the
+// tick that covers now, those before the first with something due.
+func (w *worker) nextTick(now int64) int64 {
+	wh := w.wheel
+	return max(wh.tick, min(wh.earliest, wh.tickOf(now)))
+}
+
+// sleepUntilDue sleeps until end, the end of the first tick with anything
+// due, telling producers to wake it meanwhile.
+func (w *worker) sleepUntilDue(end int64) {
 	h := w.timer
-	w.woken = false
-	w.processCancellations()
-	if w.stopped { // a Cancelled hook stopped the timer
+	h.idle.Store(true)
+	// A producer that pushed before it could see the flag will not wake us:
+	// look again now that the flag is visible.
+	if !h.intakeEmpty() || h.state.Load() == timerStopped {
+		if h.idle.CompareAndSwap(true, false) {
+			return
+		}
+		// A producer took the flag and is waking us: Sleep returns at once.
+	}
+	h.sleeper.Sleep(instant(h.startNanos, end))
+	h.idle.Store(false)
+	w.quietTicks = 0 // woken with work, or at a due tick: linger again
+}
+
+// expireTimeouts is the step that expires the next tick's bucket, as
+// Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
+// and moves to the tick after it. Ticks before the first with anything due
+// are skipped: their buckets hold nothing due in them.
+func (w *worker) expireTimeouts(now int64) {
+	if w.stopped {
 		return
 	}
-	active := w.transfer()
-	if w.stopped { // a Cancelled hook stopped the timer
+	h, wh := w.timer, w.wheel
+	wh.skipIdleTicks(wh.tickOf(now))
+	if now < wh.tickEnd() {
 		return
 	}
-	expiredBefore := len(w.due)
-	due, misplaced := w.wheel.expire(now, w.due)
+	lag := now - wh.tickEnd()
+	due, ex := wh.expire(now, w.due)
 	w.due = due
-	w.wheel.advance()
-	expired := len(due) - expiredBefore
-	if active || expired > 0 {
-		w.quietTicks = 0
-	} else {
-		w.quietTicks++
+	wh.advance()
+	if ex.misplaced > 0 {
+		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
+			"count", ex.misplaced, "tick", wh.tick-1)
 	}
-	if misplaced > 0 {
-		h.config.logger.Error("hashedwheel: timeouts found in the wrong bucket; kept until due",
-			"count", misplaced, "tick", w.wheel.tick-1)
-	}
+	w.countTick(lag, ex)
+}
+
+// countTick updates the counters after a tick with lag and what its walk
+// did, and how long the worker has been quiet.
+func (w *worker) countTick(lag int64, ex expiry) {
+	h := w.timer
 	h.counters.ticks.Add(1)
 	if lag > w.maxLag {
 		w.maxLag = lag
 		h.counters.maxTickLag.Store(lag)
 	}
-	if expired > 0 {
+	if ex.expired > 0 {
 		// Count them out before they run, so that a task can schedule
 		// again at the pending limit (Netty a0e375bbc0).
-		h.counters.expired.Add(uint64(expired))
+		h.counters.addProcessed(&h.counters.expired, uint64(ex.expired))
 		if h.maxPending > 0 {
-			h.admitted.Add(-int64(expired))
+			h.admitted.Add(-int64(ex.expired))
 		}
 	}
+	h.counters.periodicRuns.Add(uint64(ex.runs))
+	h.counters.periodicSkipped.Add(uint64(ex.skipped))
+	if w.active || ex.expired+ex.runs+ex.skipped > 0 {
+		w.quietTicks = 0
+	} else {
+		w.quietTicks++
+	}
+	w.active = false
 }
 
 // instant returns the clock reading at offset after start, saturating at
@@ -148,34 +187,10 @@ func instant(start, offset int64) int64 {
 	return start + offset
 }
 
-// sleepUntilWoken parks the worker while there is nothing to do, instead
-// of waking every tick: NewTimeout or Stop wakes it.
-func (w *worker) sleepUntilWoken() {
-	h := w.timer
-	h.idle.Store(true)
-	// A producer that pushed before it could see the flag will not wake us:
-	// look again now that the flag is visible.
-	if !h.intakeEmpty() || h.state.Load() == timerStopped {
-		if h.idle.CompareAndSwap(true, false) {
-			return
-		}
-		// A producer took the flag and is waking us: Sleep returns at once.
-	}
-	h.sleeper.Sleep(clock.Forever)
-	h.idle.Store(false)
-	w.quietTicks = 0
-	// Resume at the tick in which the waking timeout was made: it and any
-	// other timeout made since fall in that tick or later, and if the worker
-	// woke late, that tick has ended and is processed at once.
-	w.wheel.skipTo(h.wokenAt.Load())
-}
-
-// exit releases what the worker held and lets Stop return.
+// exit lets Stop return, and the tasks' wait begin.
 func (w *worker) exit() {
 	h := w.timer
-	if h.ownsExecutor {
-		h.executor.(*pool.Ants).Release()
-	}
+	w.dispatcher.Close()
 	h.sleeper.Close()
 	instances.Add(-1)
 	close(h.done)

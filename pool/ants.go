@@ -1,9 +1,11 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"sync/atomic"
 
@@ -28,32 +30,54 @@ const DefaultSize = 1024
 // After Release, Execute returns ErrClosed; tasks already accepted still
 // run.
 type Ants struct {
-	pool *ants.Pool
+	pool   *ants.Pool
+	logger *slog.Logger
 
-	mu       sync.Mutex
-	backlog  []func()
-	draining atomic.Bool // a goroutine is running the backlog; written under mu
-	closed   bool
+	mu           sync.Mutex
+	backlog      []func()
+	draining     atomic.Bool // a goroutine is running the backlog; written under mu
+	closed       bool
+	backlogEnded chan struct{} // closed when the backlog goroutine exits; guarded by mu
+}
+
+// AntsOption configures an Ants executor made by NewAnts.
+type AntsOption func(*Ants)
+
+// WithLogger sets the logger to which a panicking task is reported, with
+// its stack. Default slog.Default().
+func WithLogger(l *slog.Logger) AntsOption {
+	return func(a *Ants) {
+		if l != nil {
+			a.logger = l
+		}
+	}
 }
 
 // NewAnts returns an executor running tasks on at most size pool
 // goroutines, plus one for the backlog. Size 0 means DefaultSize; a
 // negative size is an error.
-func NewAnts(size int) (*Ants, error) {
+func NewAnts(size int, opts ...AntsOption) (*Ants, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("pool: NewAnts(%d): expected size >= 0", size)
 	}
 	if size == 0 {
 		size = DefaultSize
 	}
+	a := &Ants{logger: slog.Default()}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(a)
+		}
+	}
 	p, err := ants.NewPool(size,
 		ants.WithNonblocking(true),
-		ants.WithPanicHandler(logPanic),
+		ants.WithPanicHandler(a.logPanic),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("pool: NewAnts(%d): %w", size, err)
 	}
-	return &Ants{pool: p}, nil
+	a.pool = p
+	return a, nil
 }
 
 // Execute runs task on a pool goroutine, or queues it in the backlog when
@@ -89,6 +113,9 @@ func (a *Ants) enqueue(task func()) error {
 	a.backlog = append(a.backlog, task)
 	start := !a.draining.Load()
 	a.draining.Store(true)
+	if start {
+		a.backlogEnded = make(chan struct{})
+	}
 	a.mu.Unlock()
 	if start {
 		go a.drainBacklog()
@@ -104,16 +131,21 @@ func (a *Ants) drainBacklog() {
 		a.backlog = nil
 		if len(tasks) == 0 {
 			a.draining.Store(false)
+			close(a.backlogEnded)
 			a.mu.Unlock()
 			return
 		}
 		a.mu.Unlock()
 		for i, task := range tasks {
 			tasks[i] = nil
-			runRecovered(task)
+			a.runRecovered(task)
 		}
 	}
 }
+
+// Cap returns the number of pool goroutines: how many tasks run at once
+// before more wait in the backlog.
+func (a *Ants) Cap() int { return a.pool.Cap() }
 
 // Running returns the number of pool goroutines currently running a task.
 func (a *Ants) Running() int { return a.pool.Running() }
@@ -135,15 +167,44 @@ func (a *Ants) Release() {
 	a.pool.Release()
 }
 
-func runRecovered(task func()) {
+// ReleaseContext closes the executor as Release does, then waits until
+// every task it accepted has returned and every goroutine it started has
+// exited, or until ctx is done, whose error it then returns. Once it has
+// returned nil, nothing of the executor runs. Only the first of Release and
+// ReleaseContext closes the pool's goroutines down: call ReleaseContext
+// alone when the wait matters.
+func (a *Ants) ReleaseContext(ctx context.Context) error {
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
+	if err := a.pool.ReleaseContext(ctx); err != nil && !errors.Is(err, ants.ErrPoolClosed) {
+		return err
+	}
+	a.mu.Lock()
+	ended := a.backlogEnded
+	a.mu.Unlock()
+	if ended == nil {
+		return nil
+	}
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (a *Ants) runRecovered(task func()) {
 	defer func() {
 		if r := recover(); r != nil {
-			logPanic(r)
+			a.logPanic(r)
 		}
 	}()
 	task()
 }
 
-func logPanic(r any) {
-	slog.Error("pool: task panicked", "panic", r)
+// logPanic reports a task's panic, with the stack of the goroutine that
+// recovered it.
+func (a *Ants) logPanic(r any) {
+	a.logger.Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
 }

@@ -1,0 +1,182 @@
+package hashedwheel
+
+import (
+	"context"
+	"runtime"
+
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
+	"github.com/wheeltimer/wheeltimer/mpsc"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// Stop stops the timer and returns the timeouts that had neither expired
+// nor been cancelled, each now cancelled: their tasks never run and their
+// Cancelled hooks are not called. Every timeout NewTimeout accepted has
+// either expired, been cancelled, or is in this result. Only the first call
+// returns timeouts; later calls, and a Stop before the timer started,
+// return nil.
+//
+// Called from outside the timer's tasks and hooks, Stop returns only once
+// every task the timer has claimed has returned (each timeout that
+// IsExpired, and any periodic run in progress), whichever executor runs
+// them, and once the timer's own pool, if it made one, has released its
+// goroutines: after Stop returns, nothing of the timer runs or will start.
+// If a task never returns, neither does Stop; StopContext bounds the wait.
+//
+// Called from a task or a Cancelled hook, Stop does not wait for tasks,
+// its own included, so it never deadlocks, even when several tasks call it
+// at once. It cannot tell that a goroutine calling it is waited for by a
+// task (a task that starts a goroutine calling Stop and waits for it):
+// such a Stop waits for that task, which waits for it.
+//
+// Stop releases the timer's own executor, not one given by WithExecutor.
+func (h *HashedWheelTimer) Stop() []Timeout {
+	timeouts, _ := h.StopContext(context.Background())
+	return timeouts
+}
+
+// StopContext is Stop with a bound on the wait for the tasks: once ctx is
+// done it returns ctx.Err() with the same timeouts as Stop, and the tasks
+// that were claimed still run. If ctx is done while a task running on the
+// worker goroutine (pool.Inline) keeps the worker from stopping, it
+// returns nil timeouts and ctx.Err(): the worker stops, and cancels the
+// timeouts, once the task returns.
+func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
+	h.startMu.Lock()
+	h.initZero()
+	prev := h.state.Swap(timerStopped)
+	if prev == timerInit {
+		close(h.done)
+	}
+	h.startMu.Unlock()
+	if prev == timerInit || h.worker == nil {
+		<-h.done // an earlier Stop of a timer never started
+		return nil, nil
+	}
+
+	var result []Timeout
+	if goid.Current() == h.workerID.Load() {
+		// A task running inline, or a hook, on the worker: shut down here.
+		if prev == timerStarted {
+			result = h.worker.shutdown()
+		}
+		h.releaseWhenIdle()
+		return result, nil
+	}
+	if prev == timerStarted {
+		h.sleeper.Wake()
+	}
+	if err := h.awaitWorker(ctx); err != nil {
+		h.releaseWhenIdle()
+		return nil, err
+	}
+	if prev == timerStarted {
+		result = h.stopResult
+	}
+	h.releaseWhenIdle()
+	if dispatch.CalledFromTask() {
+		return result, nil
+	}
+	select {
+	case <-h.released:
+		return result, nil
+	case <-ctx.Done():
+		return result, ctx.Err()
+	}
+}
+
+// awaitWorker waits for the worker goroutine to exit. Only a task running
+// on it, with pool.Inline, can keep it for long: only then does ctx bound
+// the wait.
+func (h *HashedWheelTimer) awaitWorker(ctx context.Context) error {
+	if h.executor != pool.Inline {
+		<-h.done
+		return nil
+	}
+	select {
+	case <-h.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// releaseWhenIdle starts, once, the goroutine that waits for the worker to
+// exit and every dispatched task to return, then releases the timer's own
+// pool, waits for its goroutines, and closes h.released.
+func (h *HashedWheelTimer) releaseWhenIdle() {
+	h.releaseOnce.Do(func() {
+		go func() {
+			<-h.done
+			<-h.worker.dispatcher.Idle()
+			if h.ownsExecutor {
+				_ = h.executor.(*pool.Ants).ReleaseContext(context.Background())
+			}
+			close(h.released)
+		}()
+	})
+}
+
+// shutdown ends the timer's work: it closes the intake stacks and the
+// report queues, and cancels and returns every timeout that neither
+// expired nor was cancelled. It runs on the worker goroutine, in the worker
+// loop or in a Stop called by a task or hook running on it.
+func (w *worker) shutdown() []Timeout {
+	h := w.timer
+	w.stopped = true
+	result := make([]Timeout, 0, w.wheel.size)
+	stop := func(t *timeout) bool {
+		if !t.cancelForStop() {
+			return false
+		}
+		result = append(result, t)
+		return true
+	}
+	stopQueued := func(t *timeout) {
+		t.forgetBelow()
+		if !stop(t) { // cancelled while queued
+			h.countCancelled(1)
+			h.runCancelledHook(t)
+		}
+	}
+	w.staged.drain(stopQueued)
+	for i := range h.shards {
+		batch := h.shards[i].close()
+		h.countCancelled(batch.unlinked)
+		for t := batch.pop(); t != nil; t = batch.pop() {
+			stopQueued(t)
+		}
+	}
+	// Timeouts cancelled in a bucket are skipped here: their cancellation
+	// is in a queue, drained below, or completed by Cancel itself once the
+	// queue is closed.
+	w.wheel.clear(func(t *timeout) { stop(t) })
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.cancelled.Close()
+		drain(s.cancelled, func(t *timeout) {
+			h.countCancelled(1)
+			h.runCancelledHook(t)
+		})
+		s.moved.Close()
+		drain(s.moved, func(*timeout) {})
+	}
+	h.counters.addProcessed(&h.counters.returnedByStop, uint64(len(result)))
+	if h.maxPending > 0 {
+		h.admitted.Add(-int64(len(result)))
+	}
+	return result
+}
+
+// drain pops every value of a closed queue, waiting for pushes that had
+// claimed their place before it closed.
+func drain(q *mpsc.Queue[timeout], f func(*timeout)) {
+	for !q.Empty() {
+		if t, ok := q.Pop(); ok {
+			f(t)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
