@@ -26,6 +26,10 @@ type Structure[L any] interface {
 	// Remove unlinks e if it is linked; a cancelled entry may already have
 	// been unlinked by Expire.
 	Remove(e *Entry[L])
+	// Move gives the linked, pending entry e the deadline when (setting
+	// e.When) and puts it where that deadline belongs. now is the current
+	// instant.
+	Move(e *Entry[L], when, now int64)
 	// Expire unlinks every entry whose time has come by now, appends those
 	// it claimed (Entry.Claim) to due, and drops cancelled ones. It must
 	// never return an entry whose When is after now.
@@ -132,6 +136,31 @@ func (g *Engine[L]) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) 
 	}
 	g.s.Insert(e, now)
 	g.pending++
+	g.wakeIfEarlier()
+	g.mu.Unlock()
+	return e, nil
+}
+
+// reset completes Entry.Reset.
+func (g *Engine[L]) reset(e *Entry[L], delay time.Duration) bool {
+	now := g.now()
+	when := deadline(now, delay)
+	g.mu.Lock()
+	// Under the lock the worker cannot claim e. A Cancel that wins the
+	// state change after this check unlinks e from wherever Move put it.
+	if g.stopped || e.state.Load() != statePending {
+		g.mu.Unlock()
+		return false
+	}
+	g.s.Move(e, when, now)
+	g.wakeIfEarlier()
+	g.mu.Unlock()
+	return true
+}
+
+// wakeIfEarlier wakes the worker if the structure's next instant is earlier
+// than the one it sleeps until. The caller holds the lock.
+func (g *Engine[L]) wakeIfEarlier() {
 	if next := g.s.Next(); next < g.wakeAt {
 		g.wakeAt = next
 		select {
@@ -139,8 +168,6 @@ func (g *Engine[L]) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) 
 		default: // a wake-up is already on its way
 		}
 	}
-	g.mu.Unlock()
-	return e, nil
 }
 
 // deadline returns now+delay, clamped to [now, MaxWhen].
