@@ -12,9 +12,9 @@ import (
 	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
 )
 
-func TestProgressRewritesOneLine(t *testing.T) {
+func TestProgressRewritesOneLineOnATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	l := NewLine(&buf)
+	l := newLine(&buf, true)
 	l.Scenario(1, 7, "churn")
 	l.Status("a long first status line")
 	l.Status("short")
@@ -36,6 +36,45 @@ func TestProgressRewritesOneLine(t *testing.T) {
 	l.Status(strings.Repeat("x", 300))
 	if last := buf.String()[strings.LastIndex(buf.String(), "\r")+1:]; len([]rune(last)) > maxLineWidth {
 		t.Errorf("a status line of %d runes: it would wrap and break the rewriting", len([]rune(last)))
+	}
+}
+
+// Off a terminal, progress is plain lines, one per step: no carriage
+// return, and the repeats of one measurement left out.
+func TestProgressPrintsPlainLinesElsewhere(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLine(&buf) // a buffer is no terminal
+	l.Scenario(1, 2, "churn")
+	for _, s := range []string{
+		"churn: a, filling 10 pending",
+		"churn: a, N=10, 1 goroutine(s), run 1/3",
+		"churn: a, N=10, 1 goroutine(s), run 2/3",
+		"churn: a, N=10, 1 goroutine(s), run 3/3",
+		"churn: b, N=10, 1 goroutine(s), run 1/3",
+	} {
+		l.Status(s)
+	}
+	l.Scenario(2, 2, "idle")
+	l.Status("idle: baseline, no timer, window 1/2")
+	l.Status("idle: baseline, no timer, window 2/2")
+	l.Done("done")
+	out := buf.String()
+	if strings.Contains(out, "\r") {
+		t.Fatalf("plain progress holds a carriage return: %q", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []string{"filling 10 pending", "N=10, 1 goroutine(s), run 1/3", "b, N=10, 1 goroutine(s), run 1/3",
+		"idle: baseline, no timer, window 1/2", "done"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d, one per step:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(lines[i], w) {
+			t.Errorf("line %d is %q, want it to end in %q", i, lines[i], w)
+		}
+	}
+	if !strings.HasPrefix(lines[3], "[2/2 idle,") {
+		t.Errorf("line %q does not name its scenario", lines[3])
 	}
 }
 
