@@ -28,7 +28,7 @@ import (
 
 func main() {
 	out := flag.String("out", "../docs", "directory for benchmarks.md and the charts")
-	quick := flag.Bool("quick", false, "run the reduced matrix (under a minute)")
+	quick := flag.Bool("quick", false, "run the reduced matrix (about a minute)")
 	long := flag.Bool("long", false, "also measure churn with 10M timeouts pending")
 	only := flag.String("only", "", "comma-separated contenders to run (time.AfterFunc is always included)")
 	scenarios := flag.String("scenarios", "", "comma-separated subset of: "+strings.Join(scenarioNames, ","))
