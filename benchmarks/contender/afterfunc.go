@@ -22,4 +22,10 @@ func (afterFunc) Schedule(delay time.Duration, f func()) (Handle, error) {
 
 func (afterFunc) Cancel(h Handle) bool { return h.(*time.Timer).Stop() }
 
+// Rearm is time.Timer.Reset, which moves the runtime timer in place.
+func (afterFunc) Rearm(h Handle, delay time.Duration) (Handle, error) {
+	h.(*time.Timer).Reset(delay)
+	return h, nil
+}
+
 func (afterFunc) Close() {}

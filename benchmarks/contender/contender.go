@@ -29,6 +29,11 @@ type Timer interface {
 	// Cancel stops the timeout of h from running. It reports whether it
 	// did, as far as the timer can tell (go-zero cannot: see its Note).
 	Cancel(h Handle) bool
+	// Rearm moves the pending timeout of h to delay from now, the way the
+	// timer's users push an idle deadline back on every message, and
+	// returns the handle to use from then on: h itself, or a new handle
+	// where the timer could not move the timeout and scheduled it anew.
+	Rearm(h Handle, delay time.Duration) (Handle, error)
 	// Close stops the timer and releases what it owns. Contenders with
 	// ReleasesOnClose drop their pending timeouts; for the others the
 	// harness cancels its own.

@@ -60,6 +60,50 @@ func TestEveryContenderFiresAndCancels(t *testing.T) {
 	}
 }
 
+// Every adapter's Rearm moves a pending timeout: pushed an hour later it
+// does not fire at its old deadline (a timeout due well after it fires
+// first) and can still be cancelled; pulled in from an hour it fires.
+func TestEveryContenderRearms(t *testing.T) {
+	for _, c := range All() {
+		t.Run(c.Name, func(t *testing.T) {
+			tm, err := c.New(testConfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tm.Close()
+			pushedRan := make(chan struct{}, 1)
+			pushed, err := tm.Schedule(30*time.Millisecond, func() { pushedRan <- struct{}{} })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if pushed, err = tm.Rearm(pushed, time.Hour); err != nil {
+				t.Fatal(err)
+			}
+			pulledRan := make(chan struct{}, 1)
+			pulled, err := tm.Schedule(time.Hour, func() { pulledRan <- struct{}{} })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := tm.Rearm(pulled, 150*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-pulledRan:
+			case <-time.After(20 * time.Second):
+				t.Fatal("a timeout pulled in from 1h to 150ms never fired")
+			}
+			select {
+			case <-pushedRan:
+				t.Fatal("a timeout pushed from 30ms to 1h fired")
+			default:
+			}
+			if !tm.Cancel(pushed) {
+				t.Error("Cancel of a re-armed pending timeout reported false")
+			}
+		})
+	}
+}
+
 func TestSelect(t *testing.T) {
 	got, err := Select("minheap")
 	if err != nil || len(got) != 2 || got[0].Name != Baseline || got[1].Name != "minheap" {

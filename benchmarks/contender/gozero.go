@@ -48,4 +48,10 @@ func (g *goZero) Schedule(delay time.Duration, f func()) (Handle, error) {
 
 func (g *goZero) Cancel(h Handle) bool { return g.tw.RemoveTimer(h) == nil }
 
+// Rearm is MoveTimer, which hands the key to the wheel's goroutine over an
+// unbuffered channel, as every other call does.
+func (g *goZero) Rearm(h Handle, delay time.Duration) (Handle, error) {
+	return h, g.tw.MoveTimer(h, max(delay, 1))
+}
+
 func (g *goZero) Close() { g.tw.Stop() }

@@ -28,6 +28,22 @@ func (w timeoutTimer) Schedule(delay time.Duration, f func()) (Handle, error) {
 
 func (w timeoutTimer) Cancel(h Handle) bool { return h.(hashedwheel.Timeout).Cancel() }
 
+// Rearm is Timeout.Reset; where Reset refuses (the timeout has ended), the
+// timeout is cancelled and its task scheduled anew, as a caller of Reset
+// is told to do.
+func (w timeoutTimer) Rearm(h Handle, delay time.Duration) (Handle, error) {
+	to := h.(hashedwheel.Timeout)
+	if to.Reset(delay) {
+		return h, nil
+	}
+	to.Cancel()
+	next, err := to.Timer().NewTimeout(to.Task(), delay)
+	if err != nil {
+		return h, err
+	}
+	return next, nil
+}
+
 func (w timeoutTimer) Close() { w.t.Stop() }
 
 func hashedWheelContender(inline bool) Contender {
@@ -71,7 +87,7 @@ func hierarchicalContender() Contender {
 		NeverEarly:      true,
 		Ticked:          true,
 		ReleasesOnClose: true,
-		Executor:        "its own ants pool, batched as hashedwheel",
+		Executor:        "its own ants pool, through the core's internal/dispatch",
 		Note:            "benchmarks/hierarchical: Kafka-style levels and delay queue of buckets, never early",
 		New: func(cfg Config) (Timer, error) {
 			t, err := hierarchical.New(
@@ -92,7 +108,7 @@ func minHeapContender() Contender {
 		Name:            "minheap",
 		NeverEarly:      true,
 		ReleasesOnClose: true,
-		Executor:        "its own ants pool, batched as hashedwheel",
+		Executor:        "its own ants pool, through the core's internal/dispatch",
 		Note:            "benchmarks/minheap: one mutex, indexed binary heap, one runtime timer",
 		New: func(Config) (Timer, error) {
 			t, err := minheap.New(minheap.WithLogger(Logger()))

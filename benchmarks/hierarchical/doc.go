@@ -20,7 +20,8 @@
 // hashedwheel's.
 //
 // Timer implements hashedwheel.Timer and hands expired tasks to a
-// pool.Executor in the same batches as hashedwheel, so that the two differ
-// in their wheel only. Producers take one mutex (Kafka takes a read lock and
+// pool.Executor through the core's own dispatcher, as hashedwheel does, so
+// that the two differ in their wheel only. Reset re-adds a timeout at its
+// new deadline, as Kafka's wheel does. Producers take one mutex (Kafka takes a read lock and
 // a bucket monitor); the worker takes it to expire and cascade.
 package hierarchical

@@ -17,11 +17,14 @@ func TestConforms(t *testing.T) {
 	for _, size := range []int{2, 8, 64} {
 		t.Run(fmt.Sprintf("size=%d", size), func(t *testing.T) {
 			timertest.Run(t, func(tb testing.TB, exec pool.Executor) hashedwheel.Timer {
-				tm, err := hierarchical.New(
+				opts := []hierarchical.Option{
 					hierarchical.WithTickDuration(time.Millisecond),
 					hierarchical.WithWheelSize(size),
-					hierarchical.WithExecutor(exec),
-				)
+				}
+				if exec != nil {
+					opts = append(opts, hierarchical.WithExecutor(exec))
+				}
+				tm, err := hierarchical.New(opts...)
 				if err != nil {
 					tb.Fatal(err)
 				}

@@ -165,6 +165,15 @@ func (w *wheels) Remove(e *entry) {
 	}
 }
 
+// Move re-adds e at its new deadline, as Kafka's wheel does: it is unlinked
+// from its bucket in O(1) and placed again, in the lowest level that covers
+// the deadline. The bucket it leaves stays queued, as after Remove.
+func (w *wheels) Move(e *entry, when, now int64) {
+	w.Remove(e)
+	e.When = when
+	w.Insert(e, now)
+}
+
 // Clear unlinks every entry and calls f for each.
 func (w *wheels) Clear(f func(*entry)) {
 	for _, lv := range w.levels {

@@ -49,6 +49,12 @@ func (m *model) cancel(e *entry, unlink bool) {
 	delete(m.live, e)
 }
 
+// move gives the live entry e a new deadline, delay from now, as
+// Entry.Reset does.
+func (m *model) move(e *entry, delay int64) {
+	m.w.Move(e, min(m.now+delay, engine.MaxWhen), m.now)
+}
+
 func (m *model) advanceTo(now int64) {
 	m.t.Helper()
 	m.now = now
@@ -122,6 +128,14 @@ func TestWheelsExpireExactlyAtTickEnd(t *testing.T) {
 						m.cancel(e, rng.IntN(4) != 0)
 					}
 				}
+				for range rng.IntN(3) {
+					if len(all) == 0 {
+						break
+					}
+					if e := all[rng.IntN(len(all))]; m.live[e] {
+						m.move(e, randomDelay(rng, tc.tick))
+					}
+				}
 				m.advanceTo(m.now + randomStep(rng, tc.tick))
 			}
 			var cleared int
@@ -142,6 +156,29 @@ func TestWheelsExpireExactlyAtTickEnd(t *testing.T) {
 				t.Fatalf("delay queue not empty after Clear")
 			}
 		}
+	}
+}
+
+// A moved entry leaves its bucket: moved later it does not expire at its
+// old tick, moved earlier it expires at its new one, and moved back and
+// forth across levels it expires once.
+func TestWheelsMoveReplacesTheEntry(t *testing.T) {
+	const tick, size = 10, 4
+	m := newModel(t, tick, size)
+	later := m.insert(2 * tick)
+	earlier := m.insert(tick * size * size * 3) // level 2
+	bounced := m.insert(5 * tick)
+	m.move(later, tick*size*size) // to level 2
+	m.move(earlier, 3*tick)       // to level 0
+	m.move(bounced, tick*size*size*size*2)
+	m.move(bounced, 7*tick)
+	m.advanceTo(4 * tick) // checks that only earlier expired, on time
+	if !earlier.IsExpired() || later.IsExpired() {
+		t.Fatalf("after the moves, at %d: earlier expired %v, later expired %v", m.now, earlier.IsExpired(), later.IsExpired())
+	}
+	m.advanceTo(tick * size * size * size * 4)
+	if len(m.live) != 0 || !later.IsExpired() || !bounced.IsExpired() {
+		t.Fatalf("%d entries pending after their moved deadlines", len(m.live))
 	}
 }
 

@@ -9,5 +9,6 @@
 // runtime timer's wake-up latency plus the hand-off to the executor.
 //
 // Timer implements hashedwheel.Timer and hands expired tasks to a
-// pool.Executor in the same batches as hashedwheel.
+// pool.Executor through the core's own dispatcher, as hashedwheel does.
+// Reset sifts a timeout to its new place in O(log n).
 package minheap

@@ -48,6 +48,15 @@ func (h *heap) Remove(e *entry) {
 	}
 }
 
+// Move gives e its new deadline and sifts it into place in O(log n), as
+// container/heap's Fix does.
+func (h *heap) Move(e *entry, when, _ int64) {
+	e.When = when
+	if i := e.Link.index; i >= 0 && !h.down(i) {
+		h.up(i)
+	}
+}
+
 // Expire pops every entry whose deadline has been reached, claims it and
 // appends it to due; cancelled ones are dropped.
 func (h *heap) Expire(now int64, due []*entry) []*entry {

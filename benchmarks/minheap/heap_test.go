@@ -49,6 +49,14 @@ func TestHeapExpiresExactlyAtDeadline(t *testing.T) {
 				}
 				delete(live, e)
 			}
+			for range rng.IntN(4) {
+				if len(all) == 0 {
+					break
+				}
+				if e := all[rng.IntN(len(all))]; live[e] {
+					h.Move(e, now+rng.Int64N(10_000), now)
+				}
+			}
 			checkHeap(t, h)
 			now += rng.Int64N(200)
 			for _, e := range h.Expire(now, nil) {

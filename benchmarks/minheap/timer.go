@@ -88,9 +88,9 @@ func (t *Timer) AfterFunc(delay time.Duration, f func()) (hashedwheel.Timeout, e
 }
 
 // Stop stops the timer and returns the timeouts that had neither expired
-// nor been cancelled, each now cancelled. It waits for the worker
-// goroutine, not for tasks already handed to the executor, and releases the
-// timer's own executor. Later calls return nil.
+// nor been cancelled, each now cancelled. It releases the timer's own
+// executor and returns once every task already handed over has returned;
+// called from a task, it waits for nothing. Later calls return nil.
 func (t *Timer) Stop() []hashedwheel.Timeout { return t.engine.Stop() }
 
 // PendingTimeouts returns the number of timeouts neither expired nor

@@ -11,7 +11,11 @@ import (
 
 func TestConforms(t *testing.T) {
 	timertest.Run(t, func(tb testing.TB, exec pool.Executor) hashedwheel.Timer {
-		tm, err := minheap.New(minheap.WithExecutor(exec))
+		var opts []minheap.Option
+		if exec != nil {
+			opts = append(opts, minheap.WithExecutor(exec))
+		}
+		tm, err := minheap.New(opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}

@@ -36,22 +36,33 @@ var dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(2)}, nil, {vg.Points(2)
 
 func style(i int) (color.RGBA, []vg.Length) { return palette[i%len(palette)], dashes[i%len(dashes)] }
 
-// WriteCharts writes the three charts into dir, in r.ChartFormat.
-func WriteCharts(r *Results, dir string) error {
-	for name, draw := range map[string]func(*Results) ([][]*plot.Plot, error){
-		ChartPending:   pendingPlots,
-		ChartCrossover: crossoverPlots,
-		ChartLateness:  latenessPlots,
+// WriteCharts writes into dir, in r.ChartFormat, the charts of the
+// scenarios the run measured, and returns how many it wrote.
+func WriteCharts(r *Results, dir string) (int, error) {
+	written := 0
+	for _, c := range []struct {
+		name, scenario string
+		draw           func(*Results) ([][]*plot.Plot, error)
+	}{
+		{ChartPending, "churn", pendingPlots},
+		{ChartCrossover, "ratio", crossoverPlots},
+		{ChartLateness, "lateness", latenessPlots},
+		{ChartRearm, "rearm", rearmPlots},
+		{ChartScaling, "scaling", scalingPlots},
 	} {
-		plots, err := draw(r)
+		if !r.Ran(c.scenario) {
+			continue
+		}
+		plots, err := c.draw(r)
 		if err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+			return written, fmt.Errorf("%s: %w", c.name, err)
 		}
-		if err := save(plots, filepath.Join(dir, chart(r, name))); err != nil {
-			return fmt.Errorf("%s: %w", name, err)
+		if err := save(plots, filepath.Join(dir, chart(r, c.name))); err != nil {
+			return written, fmt.Errorf("%s: %w", c.name, err)
 		}
+		written++
 	}
-	return nil
+	return written, nil
 }
 
 // canvas is an image that can be drawn on and written out.
@@ -139,29 +150,53 @@ func logY(p *plot.Plot, hasData bool) {
 }
 
 // pendingPlots: ns/op of schedule+cancel against the pending population,
-// one goroutine and all of them. N is placed at evenly spaced positions,
-// since 0 has no logarithm.
+// one goroutine and all of them.
 func pendingPlots(r *Results) ([][]*plot.Plot, error) {
-	ns := r.ChurnParams.Pending
+	return populationPlots(r, r.ChurnParams.Pending, "schedule + cancel", "timeouts already pending",
+		func(name string, n, g int) (float64, bool) {
+			if x := churnRow(r, name, n, g); x != nil {
+				return x.NsPerOp, true
+			}
+			return 0, false
+		})
+}
+
+// rearmPlots: ns/op of a re-arm against the number of connections, one
+// goroutine and all of them.
+func rearmPlots(r *Results) ([][]*plot.Plot, error) {
+	return populationPlots(r, r.RearmParams.Connections, "re-arm", "connections, one timeout each",
+		func(name string, n, g int) (float64, bool) {
+			if x := rearmRow(r, name, n, g); x != nil {
+				return x.NsPerOp, true
+			}
+			return 0, false
+		})
+}
+
+// populationPlots draws, for one goroutine and for GOMAXPROCS, one line
+// per contender of the wall ns/op that nsPerOp gives at each population in
+// ns. The populations sit at evenly spaced positions, since 0 has no
+// logarithm.
+func populationPlots(r *Results, ns []int, what, xLabel string, nsPerOp func(name string, n, g int) (float64, bool)) ([][]*plot.Plot, error) {
 	ticks := make(plot.ConstantTicks, len(ns))
 	for i, n := range ns {
 		ticks[i] = plot.Tick{Value: float64(i), Label: count(n)}
 	}
 	var row []*plot.Plot
-	for _, g := range []int{1, r.Machine.GOMAXPROCS} {
-		title := "schedule + cancel, 1 goroutine"
+	for _, g := range goroutineCounts(r) {
+		title := what + ", 1 goroutine"
 		if g > 1 {
-			title = fmt.Sprintf("schedule + cancel, %d goroutines", g)
+			title = fmt.Sprintf("%s, %d goroutines", what, g)
 		}
-		p := newPlot(title, "timeouts already pending", "ns per operation (wall)")
+		p := newPlot(title, xLabel, "ns per operation (wall)")
 		p.X.Tick.Marker = ticks
 		p.X.Min, p.X.Max = -0.2, float64(len(ns)-1)+0.2
 		hasData := false
 		for i, c := range r.Contenders {
 			var pts plotter.XYs
 			for j, n := range ns {
-				if x := churnRow(r, c.Name, n, g); x != nil {
-					pts = append(pts, plotter.XY{X: float64(j), Y: x.NsPerOp})
+				if y, ok := nsPerOp(c.Name, n, g); ok {
+					pts = append(pts, plotter.XY{X: float64(j), Y: y})
 				}
 			}
 			added, err := addLine(p, i, c.Name, pts, true)
@@ -172,11 +207,38 @@ func pendingPlots(r *Results) ([][]*plot.Plot, error) {
 		}
 		logY(p, hasData)
 		row = append(row, p)
-		if g == r.Machine.GOMAXPROCS {
-			break
-		}
 	}
 	return [][]*plot.Plot{row}, nil
+}
+
+// scalingPlots: aggregate ns/op of schedule+cancel against GOMAXPROCS,
+// which sits at evenly spaced positions (the values double).
+func scalingPlots(r *Results) ([][]*plot.Plot, error) {
+	procs := r.ScalingParams.Procs
+	ticks := make(plot.ConstantTicks, len(procs))
+	for i, n := range procs {
+		ticks[i] = plot.Tick{Value: float64(i), Label: fmt.Sprint(n)}
+	}
+	p := newPlot(fmt.Sprintf("schedule + cancel on GOMAXPROCS goroutines, %d CPUs", r.Machine.NumCPU),
+		"GOMAXPROCS (= goroutines)", "ns per operation (aggregate wall)")
+	p.X.Tick.Marker = ticks
+	p.X.Min, p.X.Max = -0.2, float64(max(len(procs)-1, 0))+0.2
+	hasData := false
+	for i, c := range r.Contenders {
+		var pts plotter.XYs
+		for j, n := range procs {
+			if x := scalingRow(r, c.Name, n); x != nil {
+				pts = append(pts, plotter.XY{X: float64(j), Y: x.NsPerOp})
+			}
+		}
+		added, err := addLine(p, i, c.Name, pts, true)
+		if err != nil {
+			return nil, err
+		}
+		hasData = hasData || added
+	}
+	logY(p, hasData)
+	return [][]*plot.Plot{{p}}, nil
 }
 
 // crossoverPlots: CPU per timeout against D/(W·tick), log–log.

@@ -76,3 +76,15 @@ func table(b *strings.Builder, header []string, rows [][]string) {
 	}
 	b.WriteString("\n")
 }
+
+// span formats a round duration the short way: 1h, 10m, 30s; others as
+// time.Duration does.
+func span(d time.Duration) string {
+	switch {
+	case d >= time.Hour && d%time.Hour == 0:
+		return fmt.Sprintf("%dh", d/time.Hour)
+	case d >= time.Minute && d%time.Minute == 0:
+		return fmt.Sprintf("%dm", d/time.Minute)
+	}
+	return d.String()
+}

@@ -12,9 +12,9 @@ import (
 	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
 )
 
-func TestProgressRewritesOneLine(t *testing.T) {
+func TestProgressRewritesOneLineOnATerminal(t *testing.T) {
 	var buf bytes.Buffer
-	l := NewLine(&buf)
+	l := newLine(&buf, true)
 	l.Scenario(1, 7, "churn")
 	l.Status("a long first status line")
 	l.Status("short")
@@ -39,6 +39,45 @@ func TestProgressRewritesOneLine(t *testing.T) {
 	}
 }
 
+// Off a terminal, progress is plain lines, one per step: no carriage
+// return, and the repeats of one measurement left out.
+func TestProgressPrintsPlainLinesElsewhere(t *testing.T) {
+	var buf bytes.Buffer
+	l := NewLine(&buf) // a buffer is no terminal
+	l.Scenario(1, 2, "churn")
+	for _, s := range []string{
+		"churn: a, filling 10 pending",
+		"churn: a, N=10, 1 goroutine(s), run 1/3",
+		"churn: a, N=10, 1 goroutine(s), run 2/3",
+		"churn: a, N=10, 1 goroutine(s), run 3/3",
+		"churn: b, N=10, 1 goroutine(s), run 1/3",
+	} {
+		l.Status(s)
+	}
+	l.Scenario(2, 2, "idle")
+	l.Status("idle: baseline, no timer, window 1/2")
+	l.Status("idle: baseline, no timer, window 2/2")
+	l.Done("done")
+	out := buf.String()
+	if strings.Contains(out, "\r") {
+		t.Fatalf("plain progress holds a carriage return: %q", out)
+	}
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	want := []string{"filling 10 pending", "N=10, 1 goroutine(s), run 1/3", "b, N=10, 1 goroutine(s), run 1/3",
+		"idle: baseline, no timer, window 1/2", "done"}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d, one per step:\n%s", len(lines), len(want), out)
+	}
+	for i, w := range want {
+		if !strings.HasSuffix(lines[i], w) {
+			t.Errorf("line %d is %q, want it to end in %q", i, lines[i], w)
+		}
+	}
+	if !strings.HasPrefix(lines[3], "[2/2 idle,") {
+		t.Errorf("line %q does not name its scenario", lines[3])
+	}
+}
+
 func TestBusyMachineIsSaid(t *testing.T) {
 	quiet := Machine{NumCPU: 2, LoadAvg: "0.20 0.10 0.05"}
 	busy := Machine{NumCPU: 2, LoadAvg: "3.10 2.00 1.00"}
@@ -60,6 +99,7 @@ func TestFormat(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{ns(999), "999 ns"}, {ns(1500), "1.50 µs"}, {ns(12_345_678), "12.3 ms"}, {ns(-2_690_000), "−2.69 ms"},
 		{ratio(50, 100), "0.50×"}, {ratio(1, 0), "—"}, {count(1_000_000), "1M"}, {count(100_000), "100k"}, {count(0), "0"},
+		{span(time.Hour), "1h"}, {span(10 * time.Minute), "10m"}, {span(30 * time.Second), "30s"}, {span(90 * time.Minute), "90m"}, {span(1500 * time.Millisecond), "1.5s"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
@@ -72,13 +112,15 @@ func TestFormat(t *testing.T) {
 func fakeResults() *Results {
 	cs, _ := contender.Select("hashedwheel")
 	r := &Results{
-		Machine:     Machine{CPUModel: "Test CPU 9000", NumCPU: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", LoadAvg: "0.10 0.20 0.30", Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
-		Mode:        "quick",
-		ChartFormat: "svg",
-		Contenders:  cs,
-		ChurnParams: scenario.ChurnParams{Pending: []int{0, 1000}, Config: contender.Config{Tick: time.Millisecond, WheelSize: 8}},
-		RatioParams: scenario.RatioParams{Tick: time.Millisecond, Delay: time.Second, Pending: 10, Ratios: []float64{1, 8}},
-		StormParams: scenario.StormParams{N: 10},
+		Machine:       Machine{CPUModel: "Test CPU 9000", NumCPU: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", LoadAvg: "0.10 0.20 0.30", Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
+		Mode:          "quick",
+		ChartFormat:   "svg",
+		Contenders:    cs,
+		ChurnParams:   scenario.ChurnParams{Pending: []int{0, 1000}, Config: contender.Config{Tick: time.Millisecond, WheelSize: 8}},
+		RatioParams:   scenario.RatioParams{Tick: time.Millisecond, Delay: time.Second, Pending: 10, Ratios: []float64{1, 8}},
+		StormParams:   scenario.StormParams{N: 10},
+		RearmParams:   scenario.RearmParams{Connections: []int{10, 1000}, Delay: 30 * time.Second},
+		ScalingParams: scenario.ScalingParams{Procs: []int{1, 2, 4}},
 	}
 	for i, c := range cs {
 		f := float64(2 - i) // baseline 2, the other 1
@@ -96,7 +138,17 @@ func fakeResults() *Results {
 				Min: -time.Millisecond * time.Duration(i), Max: 3 * time.Millisecond, Samples: []int64{-1e6, 0, 1e6, 2e6}})
 		}
 		r.Memory = append(r.Memory, scenario.MemoryRow{Contender: c.Name, BytesPerPending: 64 * f, GCCPUFull: time.Millisecond})
-		r.Idle = append(r.Idle, scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Percent: 1})
+		r.Idle = append(r.Idle, scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Percent: 1},
+			scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Pending: 10_000, Delay: 10 * time.Minute, Percent: 2})
+		for _, n := range r.RearmParams.Connections {
+			for _, g := range []int{1, 2} {
+				r.Rearm = append(r.Rearm, scenario.RearmRow{Contender: c.Name, Connections: n, Goroutines: g,
+					NsPerOp: 50 * f, CPUNsPerOp: 60 * f, Rescheduled: 0.25 * float64(i)})
+			}
+		}
+		for _, procs := range r.ScalingParams.Procs {
+			r.Scaling = append(r.Scaling, scenario.ScalingRow{Contender: c.Name, Procs: procs, NsPerOp: 100 * f / float64(procs), CPUNsPerOp: 100 * f})
+		}
 	}
 	return r
 }
@@ -106,9 +158,13 @@ func TestMarkdownNamesTheMachineAndComparesWithTheBaseline(t *testing.T) {
 	for _, want := range []string{
 		"Test CPU 9000", "go1.26.8", "| 2 | 2 |", "0.10 0.20 0.30", "2026-01-02",
 		"belong to this machine", "(0.50×)", "(1.00×)",
-		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.",
-		"bench-pending.svg", "bench-crossover.svg", "bench-lateness.svg",
+		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.", "## 8.", "## 9.",
+		"bench-pending.svg", "bench-crossover.svg", "bench-lateness.svg", "bench-rearm.svg", "bench-scaling.svg",
 		"What could not be measured cleanly",
+		"10k, 10m away", "40.0 ms", // the idle case of 10 000 timeouts, and its CPU per 2 s at 2%
+		"| 1k | `hashedwheel` | 2 | 50.0 ns (0.50×)", "| 25% |", // a re-arm row and its rescheduled share
+		"These figures come from one machine: Test CPU 9000, 2 CPUs", "| GOMAXPROCS 1 | GOMAXPROCS 2 | GOMAXPROCS 4 |",
+		"| `hashedwheel` | 100 ns (0.50×) | 50.0 ns (0.50×) | 25.0 ns (0.50×) |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -117,16 +173,21 @@ func TestMarkdownNamesTheMachineAndComparesWithTheBaseline(t *testing.T) {
 }
 
 func TestWriteChartsWritesEveryChart(t *testing.T) {
+	all := []string{ChartPending, ChartCrossover, ChartLateness, ChartRearm, ChartScaling}
 	for _, empty := range []bool{false, true} {
 		r := fakeResults()
-		if empty { // a run narrowed to other scenarios still draws, empty
-			r.Churn, r.Ratio, r.Lateness = nil, nil, nil
+		if empty { // scenarios that measured nothing still draw, empty
+			r.Churn, r.Ratio, r.Lateness, r.Rearm, r.Scaling = nil, nil, nil, nil, nil
 		}
 		dir := t.TempDir()
-		if err := WriteCharts(r, dir); err != nil {
+		n, err := WriteCharts(r, dir)
+		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{ChartPending, ChartCrossover, ChartLateness} {
+		if n != len(all) {
+			t.Errorf("WriteCharts reports %d charts, want %d", n, len(all))
+		}
+		for _, name := range all {
 			b, err := os.ReadFile(filepath.Join(dir, name+".svg"))
 			if err != nil {
 				t.Fatal(err)
@@ -135,5 +196,33 @@ func TestWriteChartsWritesEveryChart(t *testing.T) {
 				t.Errorf("%s is not an SVG", name)
 			}
 		}
+	}
+}
+
+// A run narrowed to the scaling scenario, as on a many-core machine, makes
+// a report of that scenario alone: its section, its chart and the machine,
+// and nothing of the scenarios it did not run, so that it overwrites no
+// other chart in the directory.
+func TestNarrowedRunHoldsOnlyItsScenarios(t *testing.T) {
+	r := fakeResults()
+	r.Scenarios = []string{"scaling"}
+	md := Markdown(r)
+	for _, want := range []string{"## 9. Scaling", "These figures come from one machine: Test CPU 9000", "-scenarios scaling", "bench-scaling.svg"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("narrowed report lacks %q", want)
+		}
+	}
+	for _, unwanted := range []string{"## Headline", "## 1.", "## 3.", "## 7.", "## 8.", "bench-pending"} {
+		if strings.Contains(md, unwanted) {
+			t.Errorf("narrowed report holds %q", unwanted)
+		}
+	}
+	dir := t.TempDir()
+	if n, err := WriteCharts(r, dir); err != nil || n != 1 {
+		t.Fatalf("WriteCharts = %d, %v; want the scaling chart alone", n, err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil || len(entries) != 1 || entries[0].Name() != ChartScaling+".svg" {
+		t.Fatalf("narrowed run wrote %v, want %s.svg alone", entries, ChartScaling)
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
@@ -30,6 +31,15 @@ type Results struct {
 	IdleParams     scenario.IdleParams
 	Idle           []scenario.IdleRow
 	IdleBaseline   float64
+	RearmParams    scenario.RearmParams
+	Rearm          []scenario.RearmRow
+	ScalingParams  scenario.ScalingParams
+	Scaling        []scenario.ScalingRow
+
+	// Scenarios names the scenarios the run measured: churn, ratio, storm,
+	// memory, lateness, idle, rearm, scaling. The report holds the sections
+	// and charts of these only; nil means all of them.
+	Scenarios []string
 
 	// Notes are the scenarios' own remarks: what did not go cleanly.
 	Notes []string
@@ -45,10 +55,24 @@ type Duration struct {
 	Took time.Duration
 }
 
+// Ran reports whether the run measured the named scenario.
+func (r *Results) Ran(scenario string) bool {
+	return r.Scenarios == nil || slices.Contains(r.Scenarios, scenario)
+}
+
+// Narrowed reports whether the run measured only some of the scenarios.
+func (r *Results) Narrowed() bool { return r.Scenarios != nil && len(r.Scenarios) < len(ScenarioNames) }
+
+// ScenarioNames are the scenarios of the matrix, in the order a run
+// measures them: the names Scenarios may hold.
+var ScenarioNames = []string{"churn", "ratio", "storm", "memory", "lateness", "idle", "rearm", "scaling"}
+
 // Chart file names, without their extension (ChartFormat), relative to
 // the output directory and to the report.
 const (
 	ChartPending   = "bench-pending"
 	ChartCrossover = "bench-crossover"
 	ChartLateness  = "bench-lateness"
+	ChartRearm     = "bench-rearm"
+	ChartScaling   = "bench-scaling"
 )

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"runtime"
 	"strconv"
@@ -85,6 +86,22 @@ func (m Machine) Busy() bool {
 	}
 	load, err := strconv.ParseFloat(f[0], 64)
 	return err == nil && load > float64(m.NumCPU)/4
+}
+
+// Sentence says in one sentence which machine the figures come from.
+func (m Machine) Sentence() string {
+	return fmt.Sprintf("These figures come from one machine: %s, %d CPUs, %s, %s/%s, %s, on %s.",
+		m.CPUModel, m.NumCPU, virtualisedWord(m.Virtualised), m.OS, m.Arch, m.GoVersion, m.Date.Format("2006-01-02"))
+}
+
+func virtualisedWord(v string) string {
+	switch {
+	case strings.HasPrefix(v, "yes"):
+		return "virtualised"
+	case v == "no":
+		return "not virtualised"
+	}
+	return "virtualisation unknown"
 }
 
 // firstLine returns the first line of a file, trimmed, or "unknown".

@@ -71,26 +71,13 @@ func Churn(p ChurnParams, cs []contender.Contender, prog Progress) ([]ChurnRow, 
 				modes = modes[:1]
 			}
 			for _, g := range modes {
-				row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: setup}
-				var ns, cpu, bytes, allocs []float64
-				for r := range p.Runs {
+				m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
 					status(prog, "churn: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
-					d, ops, errs := churnRun(t, g, p.Delay, p.Window)
-					row.Errors += errs
-					if ops == 0 {
-						continue
-					}
-					f := float64(ops)
-					ns = append(ns, float64(d.wall)/f)
-					if d.cpuOK {
-						cpu = append(cpu, float64(d.cpu)/f)
-					}
-					bytes = append(bytes, float64(d.bytes)/f)
-					allocs = append(allocs, float64(d.mallocs)/f)
-				}
-				row.RunNs = ns
-				row.NsPerOp, row.CPUNsPerOp = median(ns), median(cpu)
-				row.BytesPerOp, row.AllocsPerOp = median(bytes), median(allocs)
+					return churnRun(t, g, p.Delay, p.Window)
+				})
+				row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: setup,
+					NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
+					RunNs: m.runNs, Errors: m.errors}
 				if row.Errors > 0 {
 					notes = append(notes, fmt.Sprintf("churn: %s, N=%d, %d goroutine(s): %d Schedule errors",
 						c.Name, n, g, row.Errors))

@@ -9,7 +9,12 @@
 //  4. Storm: a million timeouts due within the same 10 ms.
 //  5. Lateness: fire time minus due time, signed, CPUs idle and busy.
 //  6. Memory: heap bytes per pending timeout; GC during a steady churn.
-//  7. Idle: CPU time of a timer with nothing (or one far timeout) pending.
+//  7. Idle: CPU time of a timer with nothing, one far timeout, or many far
+//     timeouts pending.
+//  8. Re-arm: pushing each of N connections' idle deadline back on every
+//     message, none firing.
+//  9. Scaling: schedule + cancel churn at each GOMAXPROCS, as many
+//     goroutines as Ps.
 //
 // Timings are medians of several runs. CPU time is the whole process's
 // (getrusage), so it includes each timer's own goroutines, which a

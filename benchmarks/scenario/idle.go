@@ -2,27 +2,55 @@ package scenario
 
 import (
 	"fmt"
+	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
 )
 
 // IdleParams shapes scenario 7: the CPU a timer burns with nothing to do,
-// at each tick in Ticks (contenders without a tick are measured once).
+// in each of Cases. Contenders without a tick are measured once per
+// distinct pending population.
 type IdleParams struct {
-	Ticks     []time.Duration
+	Cases     []IdleCase
 	WheelSize int
 	Window    time.Duration
 	Runs      int
 }
 
-// IdleRow is one contender at one tick, empty or holding one timeout an
-// hour away. A wheel that ticks while anything is pending pays for every
-// empty tick in the second case. Figures are medians over the windows.
+// settleWindow is how long the process is left alone, after its garbage is
+// collected, before the baseline is measured.
+const settleWindow = 200 * time.Millisecond
+
+// IdleCase is one idle state: a tick and the timeouts pending, none of
+// which fires during the measurement.
+type IdleCase struct {
+	Tick time.Duration
+	// Pending timeouts are spread over [Delay, Delay+Spread).
+	Pending       int
+	Delay, Spread time.Duration
+}
+
+// Describe says what is pending, for tables and progress lines.
+func (c IdleCase) Describe() string {
+	switch c.Pending {
+	case 0:
+		return "nothing pending"
+	case 1:
+		return fmt.Sprintf("one timeout %v away", c.Delay)
+	}
+	return fmt.Sprintf("%d timeouts %v away", c.Pending, c.Delay)
+}
+
+// IdleRow is one contender in one case (Tick 0 for contenders without a
+// tick). A wheel that ticks while anything is pending pays for every empty
+// tick when something is. Figures are medians over the windows.
 type IdleRow struct {
 	Contender string
 	Tick      time.Duration // 0 for contenders without a tick
-	Far       bool          // one timeout pending an hour away
+	Pending   int
+	Delay     time.Duration
 	// Percent is the process's CPU time over wall time, in percent of one
 	// core, minus the same figure with no timer at all (the baseline).
 	Percent float64
@@ -30,11 +58,23 @@ type IdleRow struct {
 	PerTick time.Duration
 }
 
+// Per is the corrected CPU time the process spends per span of wall time.
+func (r IdleRow) Per(span time.Duration) time.Duration {
+	return time.Duration(r.Percent / 100 * float64(span))
+}
+
 // Idle runs scenario 7 on every contender and returns the rows and the
 // baseline percentage they were corrected by.
 func Idle(p IdleParams, cs []contender.Contender, prog Progress) ([]IdleRow, float64, []string) {
 	var notes []string
 	var base []float64
+	// Earlier scenarios leave garbage and a collection or a sweep under
+	// way, which would inflate the baseline and turn every figure
+	// negative: let the process settle first.
+	runtime.GC()
+	runtime.GC()
+	debug.FreeOSMemory()
+	time.Sleep(settleWindow)
 	for r := range p.Runs {
 		status(prog, "idle: baseline, no timer, window %d/%d", r+1, p.Runs)
 		if pct, ok := busyPercent(p.Window); ok {
@@ -47,27 +87,40 @@ func Idle(p IdleParams, cs []contender.Contender, prog Progress) ([]IdleRow, flo
 	baseline := median(base)
 	var rows []IdleRow
 	for _, c := range cs {
-		ticks := p.Ticks
-		if !c.Ticked {
-			ticks = []time.Duration{0}
-		}
-		for _, tick := range ticks {
-			for _, far := range []bool{false, true} {
-				row, err := idleOne(p, c, tick, far, baseline, prog)
-				if err != nil {
-					notes = append(notes, fmt.Sprintf("idle: %s: %v", c.Name, err))
-					continue
-				}
-				rows = append(rows, row)
+		for _, ic := range casesFor(c, p.Cases) {
+			row, err := idleOne(p, c, ic, baseline, prog)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("idle: %s, %s: %v", c.Name, ic.Describe(), err))
+				continue
 			}
+			rows = append(rows, row)
 		}
 	}
 	return rows, baseline, notes
 }
 
-func idleOne(p IdleParams, c contender.Contender, tick time.Duration, far bool, baseline float64, prog Progress) (IdleRow, error) {
-	row := IdleRow{Contender: c.Name, Tick: tick, Far: far}
-	t, err := c.New(contender.Config{Tick: max(tick, time.Millisecond), WheelSize: p.WheelSize})
+// casesFor returns the cases to measure c in: all of them for a ticked
+// contender; for one without a tick, each pending population once, with
+// Tick 0.
+func casesFor(c contender.Contender, cases []IdleCase) []IdleCase {
+	if c.Ticked {
+		return cases
+	}
+	var out []IdleCase
+	seen := map[IdleCase]bool{}
+	for _, ic := range cases {
+		ic.Tick = 0
+		if !seen[ic] {
+			seen[ic] = true
+			out = append(out, ic)
+		}
+	}
+	return out
+}
+
+func idleOne(p IdleParams, c contender.Contender, ic IdleCase, baseline float64, prog Progress) (IdleRow, error) {
+	row := IdleRow{Contender: c.Name, Tick: ic.Tick, Pending: ic.Pending, Delay: ic.Delay}
+	t, err := c.New(contender.Config{Tick: max(ic.Tick, time.Millisecond), WheelSize: p.WheelSize})
 	if err != nil {
 		return row, err
 	}
@@ -79,35 +132,26 @@ func idleOne(p IdleParams, c contender.Contender, tick time.Duration, far bool, 
 		return row, err
 	}
 	<-fired
-	var handles []contender.Handle
-	if far {
-		h, err := t.Schedule(time.Hour, noop)
-		if err != nil {
-			t.Close()
-			return row, err
-		}
-		handles = append(handles, h)
+	handles := make([]contender.Handle, ic.Pending)
+	defer func() { release(c, t, handles) }()
+	if err := fill(t, handles, ic.Delay, ic.Spread); err != nil {
+		return row, err
 	}
-	defer release(c, t, handles)
-	time.Sleep(3*tick + 20*time.Millisecond) // let a wheel reach its steady idle state
+	time.Sleep(3*ic.Tick + 20*time.Millisecond) // let a wheel reach its steady idle state
+	shape := "no tick"
+	if ic.Tick > 0 {
+		shape = "tick " + ic.Tick.String()
+	}
 	var pcts []float64
 	for r := range p.Runs {
-		what := "nothing pending"
-		if far {
-			what = "one timeout 1h away"
-		}
-		shape := "no tick"
-		if tick > 0 {
-			shape = "tick " + tick.String()
-		}
-		status(prog, "idle: %s, %s, %s, window %d/%d", c.Name, shape, what, r+1, p.Runs)
+		status(prog, "idle: %s, %s, %s, window %d/%d", c.Name, shape, ic.Describe(), r+1, p.Runs)
 		if pct, ok := busyPercent(p.Window); ok {
 			pcts = append(pcts, pct)
 		}
 	}
 	row.Percent = median(pcts) - baseline
-	if tick > 0 {
-		row.PerTick = time.Duration(row.Percent / 100 * float64(tick))
+	if ic.Tick > 0 {
+		row.PerTick = time.Duration(row.Percent / 100 * float64(ic.Tick))
 	}
 	return row, nil
 }

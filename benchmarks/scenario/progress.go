@@ -2,7 +2,9 @@ package scenario
 
 import "fmt"
 
-// Progress receives one short status line per step of a scenario.
+// Progress receives one short status line per step of a scenario. Steps
+// that repeat one measurement end in its count, "run 2/5" or "window
+// 2/5", so that a display can show only the first of them.
 type Progress interface {
 	Status(line string)
 }

@@ -112,10 +112,87 @@ func TestMemoryMeasuresEveryContender(t *testing.T) {
 
 func TestIdleMeasuresEveryContender(t *testing.T) {
 	cs := contender.All()
-	rows, _, notes := Idle(IdleParams{Ticks: []time.Duration{10 * time.Millisecond}, WheelSize: 16,
-		Window: 20 * time.Millisecond, Runs: 1}, cs, nil)
+	cases := []IdleCase{
+		{Tick: 10 * time.Millisecond},
+		{Tick: 10 * time.Millisecond, Pending: 1, Delay: time.Hour},
+		{Tick: time.Millisecond, Pending: 1, Delay: time.Hour},
+		{Tick: time.Millisecond, Pending: 100, Delay: 10 * time.Minute, Spread: time.Second},
+	}
+	rows, _, notes := Idle(IdleParams{Cases: cases, WheelSize: 16, Window: 20 * time.Millisecond, Runs: 1}, cs, nil)
+	want := 0
+	for _, c := range cs {
+		want += len(casesFor(c, cases))
+	}
+	// Four cases for a ticked contender; three for the others, for which
+	// the two cases of one timeout an hour away are the same.
+	if len(casesFor(contender.All()[0], cases)) != 3 || len(rows) != want {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
+	}
+	for _, r := range rows {
+		if r.Pending == 100 && r.Delay != 10*time.Minute {
+			t.Errorf("%s: row of the 100-pending case says %v away", r.Contender, r.Delay)
+		}
+	}
+}
+
+func TestRearmMeasuresEveryContender(t *testing.T) {
+	cs := contender.All()
+	rows, notes := Rearm(RearmParams{Config: small, Connections: []int{1, 1000}, Delay: time.Hour, Spread: time.Second,
+		Window: 5 * time.Millisecond, Runs: 1}, cs, nil)
+	modes := 2
+	if runtime.GOMAXPROCS(0) == 1 {
+		modes = 1
+	}
+	if want := 2 * modes * len(cs); len(rows) != want {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
+	}
+	for _, r := range rows {
+		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 || r.Rescheduled < 0 || r.Rescheduled > 1 {
+			t.Errorf("%s N=%d g=%d: %+v", r.Contender, r.Connections, r.Goroutines, r)
+		}
+		// Nothing fires during the run, so every contender that can move a
+		// timeout does; only a Reset that refuses reschedules.
+		if r.Contender == contender.Baseline && r.Rescheduled != 0 {
+			t.Errorf("time.Timer.Reset rescheduled %.0f%% of the re-arms", 100*r.Rescheduled)
+		}
+	}
+}
+
+// Every connection is re-armed: the scattered order covers each share.
+func TestScatterStepVisitsEveryIndex(t *testing.T) {
+	for _, n := range []int{1, 2, 3, 10, 64, 1000, 1 << 16} {
+		step := scatterStep(n)
+		seen := make([]bool, n)
+		j := 0
+		for range n {
+			seen[j] = true
+			if j += step; j >= n {
+				j -= n
+			}
+		}
+		for i, ok := range seen {
+			if !ok {
+				t.Fatalf("n=%d step=%d: index %d never visited", n, step, i)
+			}
+		}
+	}
+}
+
+func TestScalingSetsGOMAXPROCSAndRestoresIt(t *testing.T) {
+	cs, _ := contender.Select("minheap")
+	before := runtime.GOMAXPROCS(0)
+	rows, notes := Scaling(ScalingParams{Config: small, Procs: []int{1, 3}, Delay: 5 * time.Millisecond,
+		Window: 5 * time.Millisecond, Runs: 1}, cs, nil)
+	if after := runtime.GOMAXPROCS(0); after != before {
+		t.Fatalf("GOMAXPROCS %d after the scenario, %d before", after, before)
+	}
 	if len(rows) != 2*len(cs) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
+	}
+	for i, r := range rows {
+		if want := []int{1, 3}[i/len(cs)]; r.Procs != want || !positive(r.NsPerOp) || r.Errors != 0 {
+			t.Errorf("row %d: %+v, want GOMAXPROCS %d", i, r, want)
+		}
 	}
 }
 

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
 	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
@@ -60,6 +64,66 @@ func memoryInChildren(p scenario.MemoryParams, cs []contender.Contender, modeFla
 		}
 		notes = append(notes, row.Notes(p)...)
 		rows = append(rows, row)
+	}
+	return rows, notes
+}
+
+// The scaling scenario runs each GOMAXPROCS in a fresh process too: this
+// binary, started with -child-scaling N and GOMAXPROCS=N in its
+// environment, so that the runtime starts with N Ps and no value inherits
+// the heap or the idle Ps of another.
+
+// scalingResult is what a scaling child writes to stdout.
+type scalingResult struct {
+	Rows  []scenario.ScalingRow
+	Notes []string
+}
+
+// childScaling measures the scaling scenario for the contenders in only at
+// GOMAXPROCS procs, in this process, and writes the rows to stdout as JSON.
+func childScaling(procs int, only string, p scenario.ScalingParams) error {
+	cs, err := contender.Select(only)
+	if err != nil {
+		return err
+	}
+	// The environment already says so; importing go-zero runs automaxprocs,
+	// which leaves an explicit GOMAXPROCS alone, but set it regardless.
+	runtime.GOMAXPROCS(procs)
+	var res scalingResult
+	res.Rows, res.Notes = scenario.ScalingAt(p, cs, nil)
+	return json.NewEncoder(os.Stdout).Encode(res)
+}
+
+// scalingInChildren runs the scaling scenario in one child process per
+// GOMAXPROCS value.
+func scalingInChildren(p scenario.ScalingParams, cs []contender.Contender, modeFlags []string, prog scenario.Progress) ([]scenario.ScalingRow, []string) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, []string{fmt.Sprintf("scaling: cannot find this program to run each GOMAXPROCS apart (%v); not measured", err)}
+	}
+	names := make([]string, len(cs))
+	for i, c := range cs {
+		names[i] = c.Name
+	}
+	var rows []scenario.ScalingRow
+	var notes []string
+	for _, procs := range p.Procs {
+		prog.Status(fmt.Sprintf("scaling: GOMAXPROCS=%d, in a fresh process: %d contenders", procs, len(cs)))
+		args := append(slices.Clone(modeFlags), "-only", strings.Join(names, ","), "-child-scaling", strconv.Itoa(procs))
+		cmd := exec.Command(self, args...)
+		cmd.Env = append(os.Environ(), "GOMAXPROCS="+strconv.Itoa(procs))
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("scaling: GOMAXPROCS=%d: child process: %v", procs, err))
+			continue
+		}
+		var res scalingResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			notes = append(notes, fmt.Sprintf("scaling: GOMAXPROCS=%d: child output: %v", procs, err))
+			continue
+		}
+		rows, notes = append(rows, res.Rows...), append(notes, res.Notes...)
 	}
 	return rows, notes
 }

@@ -1,12 +1,15 @@
-// Command report runs the benchmark matrix of issue 3 on every contender
-// and writes benchmarks.md and its charts into -out.
+// Command report runs the benchmark matrix on every contender and writes
+// benchmarks.md and its charts into -out.
 //
 //	go run ./cmd/report -out ../docs     # make bench: a few minutes
-//	go run ./cmd/report -quick -out DIR  # make bench-quick: under a minute
+//	go run ./cmd/report -quick -out DIR  # make bench-quick: about a minute
 //	go run ./cmd/report -long -out DIR   # adds N = 10M pending timeouts
+//	go run ./cmd/report -scenarios scaling -out DIR  # one scenario alone
 //
-// -only and -scenarios narrow a run while developing; a narrowed report
-// has empty sections and is not meant for docs/.
+// -only narrows the contenders and -scenarios the scenarios. A report
+// narrowed to some scenarios holds only their sections and charts, so that
+// one scenario measured on another machine (the scaling scenario on a
+// many-core one) makes a report of its own.
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -24,19 +28,26 @@ import (
 
 func main() {
 	out := flag.String("out", "../docs", "directory for benchmarks.md and the charts")
-	quick := flag.Bool("quick", false, "run the reduced matrix (under a minute)")
+	quick := flag.Bool("quick", false, "run the reduced matrix (about a minute)")
 	long := flag.Bool("long", false, "also measure churn with 10M timeouts pending")
 	only := flag.String("only", "", "comma-separated contenders to run (time.AfterFunc is always included)")
-	scenarios := flag.String("scenarios", "", "comma-separated subset of: churn,ratio,storm,lateness,memory,idle")
+	scenarios := flag.String("scenarios", "", "comma-separated subset of: "+strings.Join(scenarioNames, ","))
 	format := flag.String("format", "svg", "chart format: svg or png")
-	child := flag.String("child-memory", "", "internal: measure the memory scenario for one contender and print it as JSON")
+	childMem := flag.String("child-memory", "", "internal: measure the memory scenario for one contender and print it as JSON")
+	childProcs := flag.Int("child-scaling", 0, "internal: measure the scaling scenario at this GOMAXPROCS and print it as JSON")
 	flag.Parse()
-	if *child != "" {
+	if *childMem != "" || *childProcs > 0 {
 		p := fullPlan(*long)
 		if *quick {
 			p = quickPlan()
 		}
-		if err := childMemory(*child, p.memory); err != nil {
+		var err error
+		if *childMem != "" {
+			err = childMemory(*childMem, p.memory)
+		} else {
+			err = childScaling(*childProcs, *only, p.scaling)
+		}
+		if err != nil {
 			fmt.Fprintln(os.Stderr, "report:", err)
 			os.Exit(1)
 		}
@@ -75,6 +86,7 @@ func run(out string, quick, long bool, only, subset, format string) error {
 		Machine: report.ReadMachine(), Mode: mode, ChartFormat: format, Contenders: cs,
 		ChurnParams: p.churn, RatioParams: p.ratio, StormParams: p.storm,
 		LatenessParams: p.lateness, MemoryParams: p.memory, IdleParams: p.idle,
+		RearmParams: p.rearm, ScalingParams: p.scaling,
 	}
 	steps := []struct {
 		name string
@@ -98,21 +110,31 @@ func run(out string, quick, long bool, only, subset, format string) error {
 			res.Idle, res.IdleBaseline, n = scenario.Idle(p.idle, cs, pr)
 			return
 		}},
+		{"rearm", func(pr scenario.Progress) (n []string) { res.Rearm, n = scenario.Rearm(p.rearm, cs, pr); return }},
+		{"scaling", func(pr scenario.Progress) (n []string) {
+			res.Scaling, n = scalingInChildren(p.scaling, cs, modeFlags, pr)
+			return
+		}},
 	}
-	want := map[string]bool{}
-	for _, s := range strings.Split(subset, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			want[s] = true
-		}
+	want, err := selectScenarios(subset)
+	if err != nil {
+		return err
 	}
 
 	start := time.Now()
 	line := report.NewLine(os.Stderr)
-	for i, s := range steps {
-		if len(want) > 0 && !want[s.name] {
+	var run []string
+	for _, s := range steps {
+		if want[s.name] {
+			run = append(run, s.name)
+		}
+	}
+	res.Scenarios = run
+	for _, s := range steps {
+		if !want[s.name] {
 			continue
 		}
-		line.Scenario(i+1, len(steps), s.name)
+		line.Scenario(len(res.Durations)+1, len(run), s.name)
 		began := time.Now()
 		res.Notes = append(res.Notes, s.run(line)...)
 		res.Durations = append(res.Durations, report.Duration{Name: s.name, Took: time.Since(began)})
@@ -124,9 +146,34 @@ func run(out string, quick, long bool, only, subset, format string) error {
 	if err := os.WriteFile(path, []byte(report.Markdown(res)), 0o644); err != nil {
 		return err
 	}
-	if err := report.WriteCharts(res, out); err != nil {
+	charts, err := report.WriteCharts(res, out)
+	if err != nil {
 		return err
 	}
-	line.Done(fmt.Sprintf("%s matrix done in %v: wrote %s and %d charts", mode, res.Took.Round(time.Second), path, 3))
+	line.Done(fmt.Sprintf("%s matrix done in %v: wrote %s and %d charts", mode, res.Took.Round(time.Second), path, charts))
 	return nil
+}
+
+// scenarioNames are the scenarios in the order a run measures them.
+var scenarioNames = report.ScenarioNames
+
+// selectScenarios returns the scenarios named in the comma-separated list;
+// an empty list selects all of them.
+func selectScenarios(list string) (map[string]bool, error) {
+	want := map[string]bool{}
+	for _, s := range strings.Split(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if !slices.Contains(scenarioNames, s) {
+			return nil, fmt.Errorf("unknown scenario %q; want some of %s", s, strings.Join(scenarioNames, ","))
+		}
+		want[s] = true
+	}
+	if len(want) == 0 {
+		for _, s := range scenarioNames {
+			want[s] = true
+		}
+	}
+	return want, nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
@@ -15,6 +16,8 @@ type plan struct {
 	lateness scenario.LatenessParams
 	memory   scenario.MemoryParams
 	idle     scenario.IdleParams
+	rearm    scenario.RearmParams
+	scaling  scenario.ScalingParams
 }
 
 // The wheel shapes. General scenarios use a 10ms × 512 wheel (5.12s span,
@@ -32,7 +35,28 @@ var (
 	// not round it.
 	ratioDelay = 2048 * time.Millisecond
 	ratios     = []float64{0.5, 8, 64, 1024}
+	// idleDelay is how far the idle connections' deadline is pushed back
+	// on every message.
+	idleDelay = 30 * time.Second
+	// scalingProcs are the GOMAXPROCS values of the scaling scenario.
+	scalingProcs = []int{1, 2, 4, 8, 16}
 )
+
+// idleCases are the idle states measured at each of ticks: nothing pending
+// and one timeout an hour away; and, at a 1ms tick whatever ticks holds,
+// one timeout an hour away and 10 000 pending ten minutes away.
+func idleCases(ticks []time.Duration) []scenario.IdleCase {
+	var cases []scenario.IdleCase
+	for _, tick := range ticks {
+		cases = append(cases,
+			scenario.IdleCase{Tick: tick},
+			scenario.IdleCase{Tick: tick, Pending: 1, Delay: time.Hour})
+	}
+	if !slices.Contains(ticks, time.Millisecond) {
+		cases = append(cases, scenario.IdleCase{Tick: time.Millisecond, Pending: 1, Delay: time.Hour})
+	}
+	return append(cases, scenario.IdleCase{Tick: time.Millisecond, Pending: 10_000, Delay: farDelay, Spread: farSpread})
+}
 
 // fullPlan is the matrix of make bench: a few minutes on two cores.
 func fullPlan(long bool) plan {
@@ -50,14 +74,18 @@ func fullPlan(long bool) plan {
 			MinDelay: 10 * time.Millisecond, MaxDelay: 60 * time.Millisecond, Runs: 5, Patience: patience},
 		memory: scenario.MemoryParams{Config: general, Pending: 1_000_000, PendingDelay: farDelay, PendingSpread: farSpread,
 			Settle: 300 * time.Millisecond, ChurnRate: 100_000, ChurnFor: 2 * time.Second, Collections: 3},
-		idle: scenario.IdleParams{Ticks: []time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond},
+		idle: scenario.IdleParams{Cases: idleCases([]time.Duration{time.Millisecond, 10 * time.Millisecond, 100 * time.Millisecond}),
 			WheelSize: 512, Window: 400 * time.Millisecond, Runs: 5},
+		rearm: scenario.RearmParams{Config: general, Connections: []int{10_000, 1_000_000}, Delay: idleDelay,
+			Spread: time.Second, Window: 200 * time.Millisecond, Runs: 5},
+		scaling: scenario.ScalingParams{Config: general, Procs: scalingProcs, Delay: churnDelay,
+			Window: 200 * time.Millisecond, Runs: 5},
 	}
 }
 
 // quickPlan is the matrix of make bench-quick: every scenario on every
 // contender, smaller and with fewer runs, so that with a cold build it
-// still finishes in under a minute on two cores.
+// still finishes in about a minute on two cores.
 func quickPlan() plan {
 	return plan{
 		churn: scenario.ChurnParams{Config: general, Pending: []int{0, 100_000}, Delay: churnDelay,
@@ -69,7 +97,11 @@ func quickPlan() plan {
 			MinDelay: 10 * time.Millisecond, MaxDelay: 40 * time.Millisecond, Runs: 2, Patience: patience},
 		memory: scenario.MemoryParams{Config: general, Pending: 100_000, PendingDelay: farDelay, PendingSpread: farSpread,
 			Settle: 100 * time.Millisecond, ChurnRate: 50_000, ChurnFor: 200 * time.Millisecond, Collections: 1},
-		idle: scenario.IdleParams{Ticks: []time.Duration{10 * time.Millisecond}, WheelSize: 512,
+		idle: scenario.IdleParams{Cases: idleCases([]time.Duration{10 * time.Millisecond}), WheelSize: 512,
 			Window: 60 * time.Millisecond, Runs: 2},
+		rearm: scenario.RearmParams{Config: general, Connections: []int{10_000, 100_000}, Delay: idleDelay,
+			Spread: time.Second, Window: 40 * time.Millisecond, Runs: 3},
+		scaling: scenario.ScalingParams{Config: general, Procs: scalingProcs, Delay: churnDelay,
+			Window: 40 * time.Millisecond, Runs: 2},
 	}
 }

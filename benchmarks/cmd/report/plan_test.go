@@ -3,6 +3,9 @@ package main
 import (
 	"slices"
 	"testing"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/benchmarks/scenario"
 )
 
 // The quick matrix must stay a reduction of the full one: every scenario,
@@ -16,8 +19,32 @@ func TestQuickPlanIsAReductionOfTheFullOne(t *testing.T) {
 		t.Error("quick crossover must sweep the same ratios with fewer timeouts")
 	case q.storm.N >= f.storm.N, q.lateness.PerRun >= f.lateness.PerRun, q.memory.Pending >= f.memory.Pending:
 		t.Error("quick storm, lateness or memory is not smaller")
-	case len(q.idle.Ticks) > len(f.idle.Ticks), q.idle.Window >= f.idle.Window:
+	case len(q.idle.Cases) > len(f.idle.Cases), q.idle.Window >= f.idle.Window:
 		t.Error("quick idle is not smaller")
+	case slices.Max(q.rearm.Connections) >= slices.Max(f.rearm.Connections), q.rearm.Window >= f.rearm.Window:
+		t.Error("quick re-arm is not smaller")
+	case q.scaling.Window >= f.scaling.Window:
+		t.Error("quick scaling is not shorter")
+	}
+	if !slices.Equal(f.rearm.Connections, []int{10_000, 1_000_000}) || f.rearm.Delay != 30*time.Second {
+		t.Errorf("full re-arm measures %v connections at %v, want 10k and 1M at 30s", f.rearm.Connections, f.rearm.Delay)
+	}
+	for _, p := range []plan{q, f} {
+		if !slices.Equal(p.scaling.Procs, []int{1, 2, 4, 8, 16}) {
+			t.Errorf("scaling at GOMAXPROCS %v, want 1, 2, 4, 8, 16", p.scaling.Procs)
+		}
+		far := scenario.IdleCase{Tick: time.Millisecond, Pending: 1, Delay: time.Hour}
+		many := scenario.IdleCase{Tick: time.Millisecond, Pending: 10_000, Delay: 10 * time.Minute, Spread: farSpread}
+		if !slices.Contains(p.idle.Cases, far) || !slices.Contains(p.idle.Cases, many) || !slices.Contains(p.idle.Cases, scenario.IdleCase{Tick: p.idle.Cases[0].Tick}) {
+			t.Errorf("idle cases %v lack nothing pending, one timeout 1h away at 1ms, or 10 000 10m away at 1ms", p.idle.Cases)
+		}
+		seen := map[scenario.IdleCase]bool{}
+		for _, c := range p.idle.Cases {
+			if seen[c] {
+				t.Errorf("idle case %+v measured twice", c)
+			}
+			seen[c] = true
+		}
 	}
 	if f.churn.Runs < 5 || f.ratio.Runs < 5 || f.storm.Runs < 5 || f.lateness.Runs < 5 || f.idle.Runs < 5 {
 		t.Error("the full matrix takes medians of fewer than 5 runs")
@@ -29,5 +56,19 @@ func TestQuickPlanIsAReductionOfTheFullOne(t *testing.T) {
 		if w := f.ratio.WheelSize(r); w&(w-1) != 0 {
 			t.Errorf("ratio %g gives W=%d, not a power of two: hashedwheel would round it", r, w)
 		}
+	}
+}
+
+func TestSelectScenarios(t *testing.T) {
+	all, err := selectScenarios("")
+	if err != nil || len(all) != len(scenarioNames) {
+		t.Fatalf("selectScenarios(\"\") = %v, %v; want every scenario", all, err)
+	}
+	only, err := selectScenarios(" scaling ")
+	if err != nil || len(only) != 1 || !only["scaling"] {
+		t.Fatalf("selectScenarios(scaling) = %v, %v", only, err)
+	}
+	if _, err := selectScenarios("scaling,nope"); err == nil {
+		t.Fatal("selectScenarios accepted an unknown scenario")
 	}
 }

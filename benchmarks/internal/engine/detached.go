@@ -2,7 +2,8 @@ package engine
 
 // Detached returns a pending entry that belongs to no engine, for testing a
 // Structure on its own, in virtual time. Only When, Link, Claim, IsExpired,
-// IsCancelled and MarkCancelled may be used on it.
+// IsCancelled and MarkCancelled may be used on it; Reset and Deadline need
+// an engine.
 func Detached[L any](when int64) *Entry[L] {
 	return &Entry[L]{When: when}
 }

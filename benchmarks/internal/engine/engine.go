@@ -7,8 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/benchmarks/internal/goid"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -26,6 +27,10 @@ type Structure[L any] interface {
 	// Remove unlinks e if it is linked; a cancelled entry may already have
 	// been unlinked by Expire.
 	Remove(e *Entry[L])
+	// Move gives the linked, pending entry e the deadline when (setting
+	// e.When) and puts it where that deadline belongs. now is the current
+	// instant.
+	Move(e *Entry[L], when, now int64)
 	// Expire unlinks every entry whose time has come by now, appends those
 	// it claimed (Entry.Claim) to due, and drops cancelled ones. It must
 	// never return an entry whose When is after now.
@@ -48,16 +53,16 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Engine runs a Structure: producers insert and cancel under one mutex, and
-// one worker goroutine sleeps on one runtime timer until Next, expires, and
-// hands the expired tasks to the executor outside the lock.
+// Engine runs a Structure: producers insert, reset and cancel under one
+// mutex, and one worker goroutine sleeps on one runtime timer until Next,
+// expires, and hands the expired tasks to the dispatcher outside the lock.
 type Engine[L any] struct {
 	owner        hashedwheel.Timer
 	start        time.Time
 	executor     pool.Executor
 	ownsExecutor bool
-	inline       bool
 	logger       *slog.Logger
+	dispatcher   *dispatch.Dispatcher[*Entry[L]]
 
 	mu      sync.Mutex
 	s       Structure[L]
@@ -69,7 +74,7 @@ type Engine[L any] struct {
 	stop     chan struct{} // closed by Stop
 	done     chan struct{} // closed when the worker has exited
 	workerID atomic.Uint64
-	due      []*Entry[L] // worker scratch
+	due      []*Entry[L] // worker scratch: the empty list Expire fills next
 }
 
 // New returns a running engine for structure s. owner is the public timer
@@ -96,7 +101,7 @@ func New[L any](owner hashedwheel.Timer, s Structure[L], cfg Config) (*Engine[L]
 		}
 		g.executor, g.ownsExecutor = exec, true
 	}
-	g.inline = g.executor == pool.Inline
+	g.dispatcher = g.newDispatcher(g.executor)
 	go g.run()
 	return g, nil
 }
@@ -132,6 +137,31 @@ func (g *Engine[L]) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) 
 	}
 	g.s.Insert(e, now)
 	g.pending++
+	g.wakeIfEarlier()
+	g.mu.Unlock()
+	return e, nil
+}
+
+// reset completes Entry.Reset.
+func (g *Engine[L]) reset(e *Entry[L], delay time.Duration) bool {
+	now := g.now()
+	when := deadline(now, delay)
+	g.mu.Lock()
+	// Under the lock the worker cannot claim e. A Cancel that wins the
+	// state change after this check unlinks e from wherever Move put it.
+	if g.stopped || e.state.Load() != statePending {
+		g.mu.Unlock()
+		return false
+	}
+	g.s.Move(e, when, now)
+	g.wakeIfEarlier()
+	g.mu.Unlock()
+	return true
+}
+
+// wakeIfEarlier wakes the worker if the structure's next instant is earlier
+// than the one it sleeps until. The caller holds the lock.
+func (g *Engine[L]) wakeIfEarlier() {
 	if next := g.s.Next(); next < g.wakeAt {
 		g.wakeAt = next
 		select {
@@ -139,8 +169,6 @@ func (g *Engine[L]) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) 
 		default: // a wake-up is already on its way
 		}
 	}
-	g.mu.Unlock()
-	return e, nil
 }
 
 // deadline returns now+delay, clamped to [now, MaxWhen].
@@ -198,14 +226,16 @@ func (g *Engine[L]) Inspect(f func()) {
 
 // Stop stops the engine and returns the timeouts that had neither expired
 // nor been cancelled, each now cancelled; their tasks never run and their
-// Cancelled hooks are not called. It waits for the worker goroutine to exit
-// (unless called from it, by a task running inline), but not for tasks
-// already handed to the executor. Later calls return nil.
+// Cancelled hooks are not called. It returns once the worker goroutine has
+// exited and every task it handed over has returned, as hashedwheel's Stop
+// does; called from a task, inline or on the executor, it waits for
+// nothing, so that it cannot wait for itself. Later calls return nil, after
+// the same wait.
 func (g *Engine[L]) Stop() []hashedwheel.Timeout {
 	g.mu.Lock()
 	if g.stopped {
 		g.mu.Unlock()
-		g.waitWorker()
+		g.waitStopped()
 		return nil
 	}
 	g.stopped = true
@@ -218,13 +248,17 @@ func (g *Engine[L]) Stop() []hashedwheel.Timeout {
 	g.pending = 0
 	g.mu.Unlock()
 	close(g.stop)
-	g.waitWorker()
+	g.waitStopped()
 	return result
 }
 
-// waitWorker waits for the worker to exit, unless the caller is the worker.
-func (g *Engine[L]) waitWorker() {
-	if goid.Current() != g.workerID.Load() {
-		<-g.done
+// waitStopped waits for the worker to exit and then for the dispatcher to
+// be idle, unless the caller is the worker (running a task inline) or a
+// task on the executor.
+func (g *Engine[L]) waitStopped() {
+	if goid.Current() == g.workerID.Load() || dispatch.CalledFromTask() {
+		return
 	}
+	<-g.done
+	<-g.dispatcher.Idle()
 }

@@ -26,7 +26,8 @@ type Entry[L any] struct {
 	engine *Engine[L]
 	task   hashedwheel.TimerTask
 	// When is the instant the task may run, in nanoseconds after the
-	// engine's start. It is set before Insert and never changes.
+	// engine's start. It is set before Insert and changed only by Move,
+	// both under the engine's lock.
 	When int64
 	// Link is the structure's bookkeeping. Only the structure touches it,
 	// always under the engine's lock.
@@ -43,9 +44,13 @@ func (e *Entry[L]) Timer() hashedwheel.Timer { return e.engine.owner }
 func (e *Entry[L]) Task() hashedwheel.TimerTask { return e.task }
 
 // Deadline returns the earliest instant the task may run; it never runs
-// before it.
+// before it. It takes the engine's lock, since Reset may move it.
 func (e *Entry[L]) Deadline() time.Time {
-	return e.engine.start.Add(time.Duration(e.When))
+	g := e.engine
+	g.mu.Lock()
+	when := e.When
+	g.mu.Unlock()
+	return g.start.Add(time.Duration(when))
 }
 
 // IsExpired reports whether the timer claimed the timeout for running.
@@ -67,6 +72,13 @@ func (e *Entry[L]) Cancel() bool {
 	return true
 }
 
+// Reset moves the deadline of a timeout that has neither expired nor been
+// cancelled to now+delay, clamped as NewTimeout clamps it, and returns
+// true; the worker is woken if the new deadline is the earliest. Otherwise,
+// or once the timer has stopped, it changes nothing and returns false, and
+// the caller schedules anew.
+func (e *Entry[L]) Reset(delay time.Duration) bool { return e.engine.reset(e, delay) }
+
 // Claim marks a pending entry expired, so that its task may run. It fails
 // if the entry was cancelled. Structures call it from Expire.
 func (e *Entry[L]) Claim() bool {
@@ -80,7 +92,7 @@ func (e *Entry[L]) cancelForStop() bool {
 }
 
 // run runs the task, recovering and logging a panic so that one bad task
-// cannot take down the goroutine that runs a whole batch.
+// cannot take down the goroutine that drains a dispatch.
 func (e *Entry[L]) run() {
 	defer func() {
 		if r := recover(); r != nil {

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/benchmarks/internal/goid"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -21,17 +21,14 @@ func (g *Engine[L]) run() {
 			g.mu.Unlock()
 			return
 		}
-		due := g.s.Expire(g.now(), g.due[:0])
+		due := g.s.Expire(g.now(), g.due)
 		g.pending -= int64(len(due))
 		next := g.s.Next()
 		g.wakeAt = next
 		g.mu.Unlock()
 
-		if len(due) > 0 {
-			g.dispatch(due)
-			clear(due)
-		}
-		g.due = due[:0]
+		// The dispatcher takes the slice and returns an empty one.
+		g.due = g.dispatcher.Dispatch(due)
 		g.sleepUntil(sleep, next)
 	}
 }
@@ -60,8 +57,11 @@ func (g *Engine[L]) sleepUntil(t *time.Timer, next int64) {
 	t.Stop()
 }
 
-// exit releases the engine's own executor and lets Stop return.
+// exit tells the dispatcher that nothing more comes, releases the engine's
+// own executor (tasks it accepted still run) and lets Stop go on to wait
+// for the dispatched tasks.
 func (g *Engine[L]) exit() {
+	g.dispatcher.Close()
 	if g.ownsExecutor {
 		g.executor.(*pool.Ants).Release()
 	}

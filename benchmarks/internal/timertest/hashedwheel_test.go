@@ -14,11 +14,14 @@ import (
 // of the benchmark timers.
 func TestHashedWheelConforms(t *testing.T) {
 	timertest.Run(t, func(tb testing.TB, exec pool.Executor) hashedwheel.Timer {
-		h, err := hashedwheel.New(
+		opts := []hashedwheel.Option{
 			hashedwheel.WithTickDuration(time.Millisecond),
 			hashedwheel.WithTicksPerWheel(8),
-			hashedwheel.WithExecutor(exec),
-		)
+		}
+		if exec != nil {
+			opts = append(opts, hashedwheel.WithExecutor(exec))
+		}
+		h, err := hashedwheel.New(opts...)
 		if err != nil {
 			tb.Fatal(err)
 		}

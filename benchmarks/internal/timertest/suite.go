@@ -13,7 +13,8 @@ import (
 )
 
 // Factory returns a started timer with a resolution of about a millisecond
-// that runs expired tasks on exec. The suite stops it.
+// that runs expired tasks on exec, or, if exec is nil, on the executor the
+// timer makes for itself by default. The suite stops it.
 type Factory func(tb testing.TB, exec pool.Executor) hashedwheel.Timer
 
 // patience bounds every wait for something the timer must do: far above
@@ -50,6 +51,17 @@ func Run(t *testing.T, newTimer Factory) {
 	t.Run("PanicIsContained", func(t *testing.T) { testPanicIsContained(t, newTimer(t, newAnts(t))) })
 	t.Run("CancelledHook", func(t *testing.T) { testCancelledHook(t, newTimer(t, pool.Inline)) })
 	t.Run("Accessors", func(t *testing.T) { testAccessors(t, newTimer(t, pool.Inline)) })
+	t.Run("DueTogetherStartTogether", func(t *testing.T) {
+		testDueTogetherStartTogether(t, newTimer(t, nil))
+	})
+	t.Run("StopWaitsForTasks", func(t *testing.T) { testStopWaitsForTasks(t, newTimer(t, newAnts(t))) })
+	t.Run("StopFromTaskOnExecutor", func(t *testing.T) {
+		testStopFromTaskOnExecutor(t, newTimer(t, newAnts(t)))
+	})
+	t.Run("Reset/Later", func(t *testing.T) { testResetLater(t, newTimer(t, pool.Inline)) })
+	t.Run("Reset/Earlier", func(t *testing.T) { testResetEarlier(t, newTimer(t, pool.Inline)) })
+	t.Run("Reset/AfterEnd", func(t *testing.T) { testResetAfterEnd(t, newTimer(t, pool.Inline)) })
+	t.Run("Reset/Races", func(t *testing.T) { testResetRaces(t, newTimer(t, newAnts(t))) })
 }
 
 // newAnts returns a small goroutine pool, released when the test ends
