@@ -90,7 +90,6 @@ type report struct {
 	Quiet, Alive int // connections of each kind the client opened
 	// Seen by the client: connections the server closed under it.
 	QuietClosed, AliveClosed int
-	// Seen by the server.
 	// Seen by the client: how long after its one message each quiet
 	// connection was closed.
 	QuietAfter []time.Duration
