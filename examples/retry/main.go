@@ -471,9 +471,7 @@ func outageBackoff(cfg config) Backoff {
 type outageReport struct {
 	Jobs    int
 	Results []Result
-	// From the service's return to each job's end.
-	After   []time.Duration
-	Elapsed time.Duration
+	After   []time.Duration // from the service's return to each job's success
 }
 
 // check reports what went wrong, if anything: every job fails once while
@@ -548,23 +546,38 @@ func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
 	}
 	defer timer.Stop()
 
-	start := time.Now()
-	back := start.Add(cfg.Outage)
+	// The service is down until up is closed, cfg.Outage after the jobs'
+	// first calls.
+	up := make(chan struct{})
+	var back time.Time // when it came back; written before up is closed
 	op := func(int) error {
-		if time.Now().Before(back) {
+		select {
+		case <-up:
+			return nil
+		default:
 			return errUnavailable
 		}
-		return nil
 	}
-	o := &outageReport{Jobs: cfg.Jobs, Results: make([]Result, cfg.Jobs), After: make([]time.Duration, cfg.Jobs)}
+	o := &outageReport{Jobs: cfg.Jobs, Results: make([]Result, cfg.Jobs)}
+	var mu sync.Mutex
 	results := make(chan struct{}, cfg.Jobs)
 	jobs := make([]*Job, cfg.Jobs)
 	for i := range jobs {
 		jobs[i] = Retry(timer, b, rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), op, func(res Result) {
 			o.Results[i] = res
-			o.After[i] = time.Since(back)
+			if res.Err == nil { // the call saw up closed, and back written
+				mu.Lock()
+				o.After = append(o.After, time.Since(back))
+				mu.Unlock()
+			}
 			results <- struct{}{}
 		})
+	}
+	if _, err := timer.AfterFunc(cfg.Outage, func() {
+		back = time.Now()
+		close(up)
+	}); err != nil {
+		return nil, err
 	}
 
 	// The probe acts once: the first time it finds the service back, it
@@ -576,7 +589,12 @@ func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
 	var seen atomic.Bool
 	probe, err = timer.Every(cfg.Probe, func() {
 		<-armed
-		if time.Now().Before(back) || seen.Swap(true) {
+		select {
+		case <-up:
+		default:
+			return
+		}
+		if seen.Swap(true) {
 			return
 		}
 		for _, j := range jobs {
@@ -604,6 +622,5 @@ func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
 			return o, ctx.Err()
 		}
 	}
-	o.Elapsed = time.Since(start)
 	return o, nil
 }
