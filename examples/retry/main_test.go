@@ -166,14 +166,21 @@ func TestRetryIn(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer timer.Stop()
-	inCall := make(chan struct{})
+	inCall := make(chan struct{}, 1)
 	release := make(chan error)
+	quit := make(chan struct{}) // closed before Stop, which may wait for the op
+	defer close(quit)
 	op := func(attempt int) error {
 		if attempt == 1 {
 			return errUnavailable
 		}
 		inCall <- struct{}{}
-		return <-release
+		select {
+		case err := <-release:
+			return err
+		case <-quit:
+			return errUnavailable
+		}
 	}
 	done := make(chan Result, 1)
 	b := Backoff{Base: time.Hour, Max: time.Hour, Factor: 2, MaxAttempts: 3}
