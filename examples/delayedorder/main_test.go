@@ -6,7 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
+
+// TestMain fails the package if a test leaves a goroutine behind. The ants
+// package starts a default pool of its own when it is imported; its two
+// goroutines are not ours.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+	)
+}
 
 func TestDelayedOrder(t *testing.T) {
 	cfg := defaultConfig()

@@ -2,17 +2,19 @@
 // IdleStateHandler does with a HashedWheelTimer.
 //
 // A TCP server on 127.0.0.1 gives each connection a timeout of -idle. Every
-// message that arrives cancels the connection's timeout and arms a new one,
-// so only a connection that stays silent for longer than -idle lets its
-// timeout fire, and the timeout's task closes it. A client opens -conns
+// message that arrives moves the timeout's deadline to -idle from now with
+// Reset, so only a connection that stays silent for longer than -idle lets
+// its timeout fire, and the timeout's task closes it. A client opens -conns
 // connections; a fraction -quiet of them send one message and go silent,
 // the others send a heartbeat every -interval for -duration and then hang
 // up. The report says how many connections the server closed (it should be
 // exactly the quiet ones), and how late after the idle timeout it closed
 // them: never early, and about one tick late.
 //
-// The per-connection state is itself the TimerTask, so re-arming a
-// timeout allocates nothing but the timeout.
+// Each connection holds one timeout for its whole life: moving its deadline
+// later allocates nothing and costs the timer's worker nothing, and only the
+// connection's own goroutine touches the handle, so it needs no lock. The
+// per-connection state is itself the TimerTask.
 //
 //	go run ./examples/heartbeat [-conns 3000] [-quiet 0.5] [-idle 1s] [-interval 250ms] [-duration 3s]
 package main
@@ -76,7 +78,7 @@ func main() {
 		os.Exit(1)
 	}
 	r.print(os.Stdout, cfg)
-	if err := r.check(); err != nil {
+	if err := r.check(cfg.Idle); err != nil {
 		fmt.Fprintln(os.Stderr, "heartbeat:", err)
 		os.Exit(1)
 	}
@@ -88,16 +90,21 @@ type report struct {
 	Quiet, Alive int // connections of each kind the client opened
 	// Seen by the client: connections the server closed under it.
 	QuietClosed, AliveClosed int
+	// Seen by the client: how long after its one message each quiet
+	// connection was closed.
+	QuietAfter []time.Duration
 	// Seen by the server.
 	IdleClosed int             // connections closed by an idle timeout
-	Messages   int64           // messages received: each re-armed a timeout
+	Messages   int64           // messages received: each moved an idle deadline
+	Resets     int64           // of them, deadlines moved by Reset
+	Renewed    int64           // of them, timeouts replaced because Reset did not move them
 	Lateness   []time.Duration // of each idle close, after last message + idle
 	Stats      hashedwheel.Stats
 	Leftover   int // timeouts still pending at the end
 }
 
 // check reports what went wrong, if anything.
-func (r *report) check() error {
+func (r *report) check(idle time.Duration) error {
 	var errs []error
 	if r.QuietClosed != r.Quiet {
 		errs = append(errs, fmt.Errorf("%d of %d quiet connections were closed", r.QuietClosed, r.Quiet))
@@ -111,6 +118,9 @@ func (r *report) check() error {
 	if len(r.Lateness) > 0 && slices.Min(r.Lateness) < 0 {
 		errs = append(errs, fmt.Errorf("a connection was closed %v before its idle timeout", -slices.Min(r.Lateness)))
 	}
+	if len(r.QuietAfter) > 0 && slices.Min(r.QuietAfter) < idle {
+		errs = append(errs, fmt.Errorf("a quiet connection was closed %v after its message, before the idle timeout %v", slices.Min(r.QuietAfter), idle))
+	}
 	if r.Leftover != 0 {
 		errs = append(errs, fmt.Errorf("%d timeouts were still pending at the end", r.Leftover))
 	}
@@ -122,7 +132,8 @@ func (r *report) print(w io.Writer, cfg config) {
 	fmt.Fprintf(w, "client opened %d connections:\n", r.Quiet+r.Alive)
 	fmt.Fprintf(w, "  %5d sent a heartbeat every %v for %v: %d closed by the server\n", r.Alive, cfg.Interval, cfg.Duration, r.AliveClosed)
 	fmt.Fprintf(w, "  %5d went quiet after one message:      %d closed by the server\n", r.Quiet, r.QuietClosed)
-	fmt.Fprintf(w, "server received %d messages; each cancelled its connection's timeout and armed a new one\n", r.Messages)
+	fmt.Fprintf(w, "server received %d messages; each moved its connection's idle deadline (Reset: %d, new timeout: %d)\n",
+		r.Messages, r.Resets, r.Renewed)
 	if len(r.Lateness) > 0 {
 		l := slices.Sorted(slices.Values(r.Lateness))
 		fmt.Fprintf(w, "idle connections closed after the idle timeout by: min %v, p50 %v, p99 %v, max %v\n",
@@ -131,7 +142,7 @@ func (r *report) print(w io.Writer, cfg config) {
 	s := r.Stats
 	fmt.Fprintf(w, "timer: %d timeouts scheduled, %d cancelled, %d expired, %d pending; %d ticks\n",
 		s.Scheduled, s.Cancelled, s.Expired, s.Pending, s.Ticks)
-	if err := r.check(); err != nil {
+	if err := r.check(cfg.Idle); err != nil {
 		fmt.Fprintln(w, "FAILED:", err)
 	} else {
 		fmt.Fprintln(w, "ok: exactly the quiet connections were closed, none before its idle timeout")
@@ -155,7 +166,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 		timer.Stop()
 		return nil, err
 	}
-	srv := &server{ln: ln, timer: timer, idle: cfg.Idle, conns: map[*serverConn]struct{}{}}
+	srv := newServer(ln, timer, cfg.Idle)
 	go srv.serve()
 
 	r := &report{Addr: ln.Addr().String()}
@@ -164,7 +175,7 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	srv.shutdown()
 	r.Leftover = len(timer.Stop())
 	r.IdleClosed = int(srv.idleClosed.Load())
-	r.Messages = srv.messages.Load()
+	r.Messages, r.Resets, r.Renewed = srv.messages.Load(), srv.resets.Load(), srv.renewed.Load()
 	srv.mu.Lock()
 	r.Lateness = slices.Clone(srv.lateness)
 	srv.mu.Unlock()
@@ -177,6 +188,7 @@ type server struct {
 	ln    net.Listener
 	timer *hashedwheel.HashedWheelTimer
 	idle  time.Duration
+	start time.Time // the origin of the connections' last-message times
 	wg    sync.WaitGroup
 
 	mu       sync.Mutex
@@ -185,7 +197,16 @@ type server struct {
 
 	idleClosed atomic.Int64
 	messages   atomic.Int64
+	resets     atomic.Int64
+	renewed    atomic.Int64
 }
+
+func newServer(ln net.Listener, timer *hashedwheel.HashedWheelTimer, idle time.Duration) *server {
+	return &server{ln: ln, timer: timer, idle: idle, start: time.Now(), conns: map[*serverConn]struct{}{}}
+}
+
+// now is the monotonic time since the server started.
+func (s *server) now() time.Duration { return time.Since(s.start) }
 
 func (s *server) serve() {
 	for {
@@ -218,11 +239,8 @@ func (s *server) shutdown() {
 // timeout.
 type serverConn struct {
 	net.Conn
-	srv *server
-
-	mu      sync.Mutex
-	timeout hashedwheel.Timeout // the armed idle timeout
-	last    time.Time           // when it was armed: the last sign of life
+	srv  *server
+	last atomic.Int64 // server.now() when the deadline was last moved: the last sign of life
 }
 
 func (c *serverConn) handle() {
@@ -232,8 +250,10 @@ func (c *serverConn) handle() {
 		delete(c.srv.conns, c)
 		c.srv.mu.Unlock()
 	}()
-	if !c.arm() {
-		c.Close()
+	defer c.Close()
+	c.last.Store(int64(c.srv.now()))
+	idle, err := c.srv.timer.NewTimeout(c, c.srv.idle)
+	if err != nil {
 		return
 	}
 	r := bufio.NewReader(c)
@@ -242,39 +262,43 @@ func (c *serverConn) handle() {
 			break // the peer hung up, or the idle timeout closed the connection
 		}
 		c.srv.messages.Add(1)
-		if !c.arm() {
-			break
+		if idle = c.rearm(idle); idle == nil {
+			return // the idle timeout fired: the connection is being closed
 		}
 	}
-	c.mu.Lock()
-	c.timeout.Cancel() // the peer hung up first: the idle timeout is not needed
-	c.mu.Unlock()
-	c.Close()
+	idle.Cancel() // the peer hung up first: the idle timeout is not needed
 }
 
-// arm cancels the connection's idle timeout and arms a new one. It returns
-// false if the old one has already fired: the connection is being closed.
-func (c *serverConn) arm() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.timeout != nil && !c.timeout.Cancel() {
-		return false
+// rearm moves the idle deadline guarded by t to the idle timeout from now.
+// It returns the timeout that now guards the connection, or nil if t has
+// fired.
+func (c *serverConn) rearm(t hashedwheel.Timeout) hashedwheel.Timeout {
+	now := c.srv.now()
+	if t.Reset(c.srv.idle) {
+		// Stored after Reset, so that the task, which cannot run before the
+		// new deadline, never sees a last sign of life newer than it.
+		c.last.Store(int64(now))
+		c.srv.resets.Add(1)
+		return t
 	}
-	c.last = time.Now()
-	t, err := c.srv.timer.NewTimeout(c, c.srv.idle)
+	// Reset changed nothing. If Cancel fails too, the timeout has fired;
+	// if it succeeds, the timeout had not, and a new one replaces it.
+	if !t.Cancel() {
+		return nil
+	}
+	next, err := c.srv.timer.NewTimeout(c, c.srv.idle)
 	if err != nil {
-		return false
+		return nil
 	}
-	c.timeout = t
-	return true
+	c.last.Store(int64(now))
+	c.srv.renewed.Add(1)
+	return next
 }
 
 // Run is called by the timer when the connection has been silent for the
 // idle timeout: it closes the connection.
 func (c *serverConn) Run(hashedwheel.Timeout) {
-	c.mu.Lock()
-	late := time.Since(c.last) - c.srv.idle
-	c.mu.Unlock()
+	late := c.srv.now() - time.Duration(c.last.Load()) - c.srv.idle
 	// Count before closing, so that a client that sees the close sees it
 	// counted.
 	c.srv.idleClosed.Add(1)
@@ -316,6 +340,7 @@ func runClient(ctx context.Context, cfg config, r *report) error {
 	}
 
 	var quietClosed, aliveClosed atomic.Int64
+	quietAfter := make([]time.Duration, quiet)
 	end := time.Now().Add(cfg.Duration)
 	// A quiet connection waits at most this long for the server to close it.
 	giveUp := time.Now().Add(cfg.Duration + cfg.Idle + 10*time.Second)
@@ -326,7 +351,8 @@ func runClient(ctx context.Context, cfg config, r *report) error {
 			defer wg.Done()
 			defer c.Close()
 			if i < quiet {
-				if waitQuiet(ctx, c, giveUp) {
+				if after, closed := waitQuiet(ctx, c, giveUp); closed {
+					quietAfter[i] = after
 					quietClosed.Add(1)
 				}
 			} else if beat(ctx, c, cfg.Interval, end) {
@@ -336,21 +362,27 @@ func runClient(ctx context.Context, cfg config, r *report) error {
 	}
 	wg.Wait()
 	r.QuietClosed, r.AliveClosed = int(quietClosed.Load()), int(aliveClosed.Load())
+	for _, d := range quietAfter {
+		if d > 0 {
+			r.QuietAfter = append(r.QuietAfter, d)
+		}
+	}
 	return ctx.Err()
 }
 
 // waitQuiet sends one message and reports whether the server then closed
-// the connection before giveUp.
-func waitQuiet(ctx context.Context, c net.Conn, giveUp time.Time) bool {
+// the connection before giveUp, and how long after the message it did.
+func waitQuiet(ctx context.Context, c net.Conn, giveUp time.Time) (time.Duration, bool) {
+	sent := time.Now() // before the write: the server cannot see the message earlier
 	if _, err := io.WriteString(c, "hello\n"); err != nil {
-		return false
+		return 0, false
 	}
 	stop := context.AfterFunc(ctx, func() { c.SetReadDeadline(time.Now()) })
 	defer stop()
 	c.SetReadDeadline(giveUp)
 	_, err := c.Read(make([]byte, 1))
 	// EOF, or a reset: the server closed it. A deadline: it did not.
-	return err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
+	return time.Since(sent), err != nil && !errors.Is(err, os.ErrDeadlineExceeded)
 }
 
 // beat sends a heartbeat every interval until end, and reports whether the

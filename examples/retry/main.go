@@ -11,7 +11,15 @@
 // many gave up, that no retry came before its backoff delay, and how few
 // goroutines it used.
 //
+// A waiting retry can also be moved: Job.RetryIn resets its timeout. In a
+// second run the service is down for -outage and the jobs back off from
+// -outage-base, longer than the outage. A health probe, a function the
+// timer runs every -probe with Every, sees the service come back and moves
+// every waiting retry to within one probe period, so that the jobs succeed
+// soon after the outage instead of when their backoff ends.
+//
 //	go run ./examples/retry [-jobs 1000] [-fail 0.6] [-attempts 6] [-base 10ms] [-max 500ms] [-jitter 0.5]
+//	                        [-outage 300ms] [-outage-base 1s] [-probe 20ms]
 package main
 
 import (
@@ -57,8 +65,9 @@ var ErrStopped = errors.New("retry: stopped")
 type Result struct {
 	Attempts int
 	Err      error           // nil on success; the last error, or ErrStopped
-	Waits    []time.Duration // the backoff delay drawn before each retry
+	Waits    []time.Duration // the backoff delay drawn before each retry, or the wait RetryIn set
 	Gaps     []time.Duration // the time that really passed between attempts
+	Moved    []int           // the indexes in Waits of the retries RetryIn moved
 }
 
 // Job is an operation being retried.
@@ -72,6 +81,7 @@ type Job struct {
 	mu      sync.Mutex
 	result  Result
 	last    time.Time           // when the last attempt started
+	lastErr error               // of the last attempt
 	pending hashedwheel.Timeout // the scheduled retry, if any
 	ended   bool
 }
@@ -122,6 +132,7 @@ func (j *Job) next(n int, err error) (Result, bool) {
 		j.result.Err = err
 		return j.end(), true
 	}
+	j.lastErr = err
 	delay := j.backoff.Delay(n, j.rng.Float64())
 	t, terr := j.timer.AfterFunc(delay, j.attempt)
 	if terr != nil { // the timer was stopped: give up with the call's error
@@ -138,6 +149,43 @@ func (j *Job) end() Result {
 	j.ended = true
 	j.pending = nil
 	return j.result
+}
+
+// RetryIn moves the job's waiting retry to d from now, earlier or later
+// than its backoff, as a client does when it learns that the service is
+// back (gRPC's ResetConnectBackoff). It reports whether a retry was
+// waiting; it returns false while an attempt runs and once the job ended.
+func (j *Job) RetryIn(d time.Duration) bool {
+	j.mu.Lock()
+	if j.ended || j.pending == nil {
+		j.mu.Unlock()
+		return false
+	}
+	// Measured before the move: the retry cannot come sooner than this.
+	wait := time.Since(j.last) + d
+	if !j.pending.Reset(d) {
+		// Reset changed nothing. If Cancel fails too, the retry is running
+		// or the timer was stopped; if it succeeds, the retry was waiting,
+		// and a new timeout replaces it.
+		if !j.pending.Cancel() {
+			j.mu.Unlock()
+			return false
+		}
+		t, err := j.timer.AfterFunc(d, j.attempt)
+		if err != nil { // the timer was stopped: give up, as next does
+			j.result.Err = errors.Join(j.lastErr, err)
+			res := j.end()
+			j.mu.Unlock()
+			j.done(res)
+			return false
+		}
+		j.pending = t
+	}
+	k := len(j.result.Waits) - 1
+	j.result.Waits[k] = wait
+	j.result.Moved = append(j.result.Moved, k)
+	j.mu.Unlock()
+	return true
 }
 
 // Stop ends a job that has not finished: its scheduled retry is cancelled
@@ -169,6 +217,12 @@ type config struct {
 	Backoff Backoff
 	Tick    time.Duration
 	Seed    uint64
+
+	// The second run: the service is down for Outage, the jobs back off
+	// from OutageBase, and a health probe runs every Probe. Outage 0 skips it.
+	Outage     time.Duration
+	OutageBase time.Duration
+	Probe      time.Duration
 }
 
 func defaultConfig() config {
@@ -182,8 +236,11 @@ func defaultConfig() config {
 			Jitter:      0.5,
 			MaxAttempts: 6,
 		},
-		Tick: time.Millisecond,
-		Seed: 1,
+		Tick:       time.Millisecond,
+		Seed:       1,
+		Outage:     300 * time.Millisecond,
+		OutageBase: time.Second,
+		Probe:      20 * time.Millisecond,
 	}
 }
 
@@ -198,6 +255,9 @@ func main() {
 	flag.Float64Var(&cfg.Backoff.Jitter, "jitter", cfg.Backoff.Jitter, "fraction of each delay that is random, in [0, 1]")
 	flag.DurationVar(&cfg.Tick, "tick", cfg.Tick, "tick duration of the timer")
 	flag.Uint64Var(&cfg.Seed, "seed", cfg.Seed, "random seed")
+	flag.DurationVar(&cfg.Outage, "outage", cfg.Outage, "how long the service is down in the second run (0: no second run)")
+	flag.DurationVar(&cfg.OutageBase, "outage-base", cfg.OutageBase, "delay before the first retry in the second run")
+	flag.DurationVar(&cfg.Probe, "probe", cfg.Probe, "period of the health probe in the second run")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -209,6 +269,20 @@ func main() {
 	}
 	r.print(os.Stdout, cfg)
 	if err := r.check(cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "retry:", err)
+		os.Exit(1)
+	}
+	if cfg.Outage <= 0 {
+		return
+	}
+	o, err := runOutage(ctx, cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "retry:", err)
+		os.Exit(1)
+	}
+	fmt.Println()
+	o.print(os.Stdout, cfg)
+	if err := o.check(); err != nil {
 		fmt.Fprintln(os.Stderr, "retry:", err)
 		os.Exit(1)
 	}
@@ -247,6 +321,9 @@ func (r *report) check(cfg config) error {
 		for k, gap := range res.Gaps {
 			if gap < res.Waits[k] {
 				errs = append(errs, fmt.Errorf("job %d retried after %v, before its delay %v", i, gap, res.Waits[k]))
+			}
+			if slices.Contains(res.Moved, k) {
+				continue // its wait is the one RetryIn set
 			}
 			if lo := cfg.Backoff.Delay(k+1, 1); res.Waits[k] < lo || res.Waits[k] > cfg.Backoff.Delay(k+1, 0) {
 				errs = append(errs, fmt.Errorf("job %d: delay %d is %v, outside the backoff's range", i, k+1, res.Waits[k]))
@@ -380,4 +457,170 @@ func run(ctx context.Context, cfg config) (*report, error) {
 	timer.Stop()
 	r.Stats = timer.Stats()
 	return r, nil
+}
+
+// outageBackoff is the policy of the second run: the first retry comes
+// after OutageBase, less the jitter.
+func outageBackoff(cfg config) Backoff {
+	b := cfg.Backoff
+	b.Base, b.Max = cfg.OutageBase, max(b.Max, cfg.OutageBase)
+	return b
+}
+
+// outageReport is what the second run saw.
+type outageReport struct {
+	Jobs    int
+	Results []Result
+	After   []time.Duration // from the service's return to each job's success
+}
+
+// check reports what went wrong, if anything: every job fails once while
+// the service is down and succeeds at its first retry, which comes after
+// the service is back and not before its wait.
+func (o *outageReport) check() error {
+	var errs []error
+	for i, res := range o.Results {
+		if res.Err != nil || res.Attempts != 2 {
+			errs = append(errs, fmt.Errorf("job %d ended after %d attempts with %v, want success at attempt 2", i, res.Attempts, res.Err))
+		}
+		if len(res.Gaps) != 1 || len(res.Waits) != 1 || res.Gaps[0] < res.Waits[0] {
+			errs = append(errs, fmt.Errorf("job %d waited %v for a retry due after %v", i, res.Gaps, res.Waits))
+		}
+		if len(errs) > 5 {
+			break
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// moved counts the jobs whose retry the probe moved.
+func (o *outageReport) moved() int {
+	n := 0
+	for _, res := range o.Results {
+		if len(res.Moved) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+func (o *outageReport) print(w io.Writer, cfg config) {
+	b := outageBackoff(cfg)
+	fmt.Fprintf(w, "outage: the service is down for %v; %d jobs fail their first call and wait %v to %v to retry\n",
+		cfg.Outage, o.Jobs, b.Delay(1, 1), b.Delay(1, 0))
+	fmt.Fprintf(w, "a health probe, run every %v by timer.Every, saw the service back and moved %d waiting retries forward\n",
+		cfg.Probe, o.moved())
+	ok := 0
+	for _, res := range o.Results {
+		if res.Err == nil {
+			ok++
+		}
+	}
+	fmt.Fprintf(w, "succeeded: %5d   ", ok)
+	if len(o.After) > 0 {
+		s := slices.Sorted(slices.Values(o.After))
+		r := func(d time.Duration) time.Duration { return d.Round(100 * time.Microsecond) }
+		fmt.Fprintf(w, "%v (min) to %v (max) after the service came back, median %v", r(s[0]), r(s[len(s)-1]), r(s[len(s)/2]))
+	}
+	fmt.Fprintln(w)
+	if err := o.check(); err != nil {
+		fmt.Fprintln(w, "FAILED:", err)
+	} else {
+		fmt.Fprintln(w, "ok: every job succeeded at its first retry, none before its wait")
+	}
+}
+
+// runOutage runs every job against a service that is down for cfg.Outage,
+// with a health probe that moves the waiting retries when it is back.
+func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
+	b := outageBackoff(cfg)
+	// Every job's first retry is due after the outage: without the probe,
+	// each would succeed at attempt 2 all the same, only later.
+	if cfg.Jobs < 1 || cfg.Outage <= 0 || cfg.Probe <= 0 || b.MaxAttempts < 2 || b.Factor < 1 ||
+		b.Jitter < 0 || b.Jitter > 1 || b.Delay(1, 1) <= cfg.Outage {
+		return nil, fmt.Errorf("invalid configuration %+v: the first retry must come after the outage", cfg)
+	}
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(cfg.Tick))
+	if err != nil {
+		return nil, err
+	}
+	defer timer.Stop()
+
+	// The service is down until up is closed, cfg.Outage after the jobs'
+	// first calls.
+	up := make(chan struct{})
+	var back time.Time // when it came back; written before up is closed
+	op := func(int) error {
+		select {
+		case <-up:
+			return nil
+		default:
+			return errUnavailable
+		}
+	}
+	o := &outageReport{Jobs: cfg.Jobs, Results: make([]Result, cfg.Jobs)}
+	var mu sync.Mutex
+	results := make(chan struct{}, cfg.Jobs)
+	jobs := make([]*Job, cfg.Jobs)
+	for i := range jobs {
+		jobs[i] = Retry(timer, b, rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1)), op, func(res Result) {
+			o.Results[i] = res
+			if res.Err == nil { // the call saw up closed, and back written
+				mu.Lock()
+				o.After = append(o.After, time.Since(back))
+				mu.Unlock()
+			}
+			results <- struct{}{}
+		})
+	}
+	if _, err := timer.AfterFunc(cfg.Outage, func() {
+		back = time.Now()
+		close(up)
+	}); err != nil {
+		return nil, err
+	}
+
+	// The probe acts once: the first time it finds the service back, it
+	// spreads the retries over one probe period, so that the jobs do not
+	// all call the service in the same tick, and cancels itself. Its first
+	// run waits for its own handle, which Every returns.
+	var probe hashedwheel.Timeout
+	armed := make(chan struct{})
+	var seen atomic.Bool
+	probe, err = timer.Every(cfg.Probe, func() {
+		<-armed
+		select {
+		case <-up:
+		default:
+			return
+		}
+		if seen.Swap(true) {
+			return
+		}
+		for _, j := range jobs {
+			j.RetryIn(rand.N(cfg.Probe))
+		}
+		probe.Cancel()
+	})
+	close(armed)
+	if err != nil {
+		return nil, err
+	}
+	defer probe.Cancel() // if the run ends before the service is back
+
+	for received := 0; received < cfg.Jobs; {
+		select {
+		case <-results:
+			received++
+		case <-ctx.Done():
+			for _, j := range jobs {
+				j.Stop()
+			}
+			for ; received < cfg.Jobs; received++ {
+				<-results
+			}
+			return o, ctx.Err()
+		}
+	}
+	return o, nil
 }
