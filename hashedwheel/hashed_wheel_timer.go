@@ -184,17 +184,27 @@ func (f funcTask) Run(Timeout) { f() }
 // schedule makes a timeout of task due after delay, repeating every period
 // nanoseconds if period is not 0, and hands it to the worker.
 func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
+	t := &timeout{task: task}
+	if err := h.scheduleTimeout(t, delay, period); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// scheduleTimeout hands t, new, whose task is set, to the worker, due
+// after delay and repeating every period nanoseconds if period is not 0.
+func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
 	if h.state.Load() != timerStarted {
 		if err := h.Start(); err != nil {
 			h.counters.rejectedStopped.Add(1)
-			return nil, err
+			return err
 		}
 	}
 	if h.maxPending > 0 && !h.admit() {
 		h.counters.rejectedFull.Add(1)
-		return nil, tooManyPending(h.maxPending)
+		return tooManyPending(h.maxPending)
 	}
-	t := &timeout{timer: h, task: task, period: period}
+	t.timer, t.period = h, period
 	t.word.Store(withDeadline(stateQueued, deadline(h.now(), delay)))
 	count, ok := h.shardOf(t).push(t)
 	if !ok {
@@ -203,10 +213,10 @@ func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period 
 			h.admitted.Add(-1)
 		}
 		h.counters.rejectedStopped.Add(1)
-		return nil, ErrStopped
+		return ErrStopped
 	}
 	h.nudgeWorker(uint64(count))
-	return t, nil
+	return nil
 }
 
 // now returns the clock, in nanoseconds after the start.

@@ -20,7 +20,8 @@ type Stats struct {
 	Scheduled uint64
 	// Expired counts the timeouts claimed for running.
 	Expired uint64
-	// Cancelled counts the processed cancellations made with Cancel.
+	// Cancelled counts the processed cancellations made with Cancel, and
+	// the timeouts of the contexts that Stop moved to runtime timers.
 	Cancelled uint64
 	// ReturnedByStop counts the timeouts Stop cancelled and returned.
 	ReturnedByStop uint64
@@ -39,6 +40,10 @@ type Stats struct {
 	// ExecutorFailures counts the times the executor refused expired tasks
 	// or panicked taking them; they then ran on a goroutine of their own.
 	ExecutorFailures uint64
+	// ContextFallbacks counts the contexts made by WithDeadline whose
+	// deadline a runtime timer keeps instead of the wheel: made while the
+	// timer was stopped or at its pending limit, or live at Stop.
+	ContextFallbacks uint64
 	// Ticks counts the ticks the worker has processed; it sleeps through
 	// ticks with nothing due.
 	Ticks uint64
@@ -56,8 +61,8 @@ func (s Stats) String() string {
 	fmt.Fprintf(&b, "pending=%d scheduled=%d expired=%d cancelled=%d returned_by_stop=%d",
 		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop)
 	fmt.Fprintf(&b, " resets=%d periodic_runs=%d periodic_skipped=%d", s.Resets, s.PeriodicRuns, s.PeriodicSkipped)
-	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d",
-		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures)
+	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d context_fallbacks=%d",
+		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks)
 	fmt.Fprintf(&b, " ticks=%d max_tick_lag=%v", s.Ticks, s.MaxTickLag)
 	return b.String()
 }
@@ -78,6 +83,7 @@ func (h *HashedWheelTimer) Stats() Stats {
 		RejectedFull:     c.rejectedFull.Load(),
 		RejectedStopped:  c.rejectedStopped.Load(),
 		ExecutorFailures: c.executorFailures.Load(),
+		ContextFallbacks: c.contextFallbacks.Load(),
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
 	}
@@ -104,6 +110,7 @@ type counters struct {
 	rejectedFull     atomic.Uint64
 	rejectedStopped  atomic.Uint64
 	executorFailures atomic.Uint64
+	contextFallbacks atomic.Uint64
 	ticks            atomic.Uint64
 	maxTickLag       atomic.Int64
 }

@@ -30,6 +30,10 @@ import (
 // task (a task that starts a goroutine calling Stop and waits for it):
 // such a Stop waits for that task, which waits for it.
 //
+// The timeouts of contexts made by WithDeadline and still live are not
+// returned: each context's deadline moves to a runtime timer, and its Done
+// still closes at its deadline.
+//
 // Stop releases the timer's own executor, not one given by WithExecutor.
 func (h *HashedWheelTimer) Stop() []Timeout {
 	timeouts, _ := h.StopContext(context.Background())
@@ -126,9 +130,17 @@ func (w *worker) shutdown() []Timeout {
 	h := w.timer
 	w.stopped = true
 	result := make([]Timeout, 0, w.wheel.size)
+	movedContexts := 0
 	stop := func(t *timeout) bool {
 		if !t.cancelForStop() {
 			return false
+		}
+		if c, ok := t.task.(*wheelContext); ok {
+			// A live context is not the caller's to have: its deadline
+			// moves to a runtime timer.
+			c.outliveStop()
+			movedContexts++
+			return true
 		}
 		result = append(result, t)
 		return true
@@ -163,6 +175,8 @@ func (w *worker) shutdown() []Timeout {
 		drain(s.moved, func(*timeout) {})
 	}
 	h.counters.addProcessed(&h.counters.returnedByStop, uint64(len(result)))
+	h.counters.contextFallbacks.Add(uint64(movedContexts))
+	h.countCancelled(movedContexts)
 	if h.maxPending > 0 {
 		h.admitted.Add(-int64(len(result)))
 	}

@@ -294,8 +294,8 @@ func checkVars(v map[string]float64, returned int) error {
 	if v["returned_by_stop_total"] != float64(returned) {
 		errs = append(errs, fmt.Errorf("returned_by_stop_total %v, but Stop returned %d", v["returned_by_stop_total"], returned))
 	}
-	if v["scheduled_total"] == 0 || v["ticks_total"] == 0 {
-		errs = append(errs, errors.New("nothing was scheduled, or the wheel never turned"))
+	if v["scheduled_total"] == 0 {
+		errs = append(errs, errors.New("nothing was scheduled"))
 	}
 	return errors.Join(errs...)
 }

@@ -25,7 +25,6 @@ const (
 // started, or for hold, so that the case takes no longer than the bound
 // when it fails, and a moment when it passes.
 func testDueTogetherStartTogether(t *testing.T, tm hashedwheel.Timer) {
-	heldTo(t, tm, hashedWheelStartsDueTogether, "starting due tasks together")
 	started := make(chan struct{}, dueTogether)
 	release := make(chan struct{})
 	defer close(release) // before the timer's cleanup, whose Stop waits for the tasks

@@ -45,7 +45,6 @@ func (b *blocker) waitStarted(t *testing.T) {
 // testStopWaitsForTasks stops tm, which runs tasks on a pool, while a task
 // runs: Stop returns only after the task has.
 func testStopWaitsForTasks(t *testing.T, tm hashedwheel.Timer) {
-	heldTo(t, tm, hashedWheelStopWaitsForTasks, "a Stop that waits for running tasks")
 	b := newBlocker()
 	if _, err := tm.NewTimeout(b, time.Millisecond); err != nil {
 		t.Fatal(err)
