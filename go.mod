@@ -1,6 +1,6 @@
 module github.com/wheeltimer/wheeltimer
 
-go 1.23.0
+go 1.25.0
 
 require (
 	github.com/panjf2000/ants/v2 v2.12.1

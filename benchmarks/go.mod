@@ -1,6 +1,6 @@
 module github.com/wheeltimer/wheeltimer/benchmarks
 
-go 1.24.0
+go 1.25.0
 
 replace github.com/wheeltimer/wheeltimer => ../
 

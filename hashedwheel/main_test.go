@@ -94,3 +94,11 @@ func advance(fake *clock.Fake, d time.Duration) {
 		d -= step
 	}
 }
+
+// goExecutor starts a goroutine per task: the executor with no limit.
+type goExecutor struct{}
+
+func (goExecutor) Execute(task func()) error {
+	go task()
+	return nil
+}

@@ -395,3 +395,43 @@ func TestStatsCountTimeoutsUnlinkedByPushes(t *testing.T) {
 		t.Fatalf("the dropped timeout still links to %v", below)
 	}
 }
+
+// TestPendingNeverExceedsTheLimit: with a limit of 1 and three goroutines
+// scheduling zero-delay timeouts and cancelling half of them, on a real
+// clock, PendingTimeouts and Stats().Pending stay within [0, 1] and every
+// Stats snapshot balances, read while the worker counts.
+func TestPendingNeverExceedsTheLimit(t *testing.T) {
+	h := startTimer(t, WithTickDuration(time.Millisecond), WithMaxPendingTimeouts(1))
+	stop := make(chan struct{})
+	var readers sync.WaitGroup
+	readers.Add(1)
+	go func() {
+		defer readers.Done()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := h.PendingTimeouts()
+			s := h.Stats()
+			if p < 0 || p > 1 || s.Pending < 0 || s.Pending > 1 {
+				t.Errorf("PendingTimeouts %d, Stats %v: outside [0, 1]", p, s)
+				return
+			}
+			if s.Scheduled != uint64(s.Pending)+s.Expired+s.Cancelled+s.ReturnedByStop {
+				t.Errorf("unbalanced snapshot: %v", s)
+				return
+			}
+		}
+	}()
+	racetest.Run(3, 100_000, func(p, i int) {
+		to, err := h.NewTimeout(noopTask, 0)
+		if err == nil && i%2 == 0 {
+			to.Cancel()
+		}
+	})()
+	close(stop)
+	readers.Wait()
+	assert.Positive(t, h.Stats().Scheduled)
+}

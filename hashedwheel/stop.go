@@ -76,7 +76,8 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 		return nil, err
 	}
 	if prev == timerStarted {
-		result = h.stopResult
+		// Only this, the first Stop, reads it: the timer keeps nothing.
+		result, h.stopResult = h.stopResult, nil
 	}
 	h.releaseWhenIdle()
 	if dispatch.CalledFromTask() {

@@ -63,10 +63,59 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 	}
 }
 
+// TestNewRejectsATickThatWouldOverflowTheWheel: the error names both
+// options and both values, since either can be changed.
 func TestNewRejectsATickThatWouldOverflowTheWheel(t *testing.T) {
 	_, err := New(WithTicksPerWheel(1<<20), WithTickDuration(math.MaxInt64/(1<<20)))
 	assert.ErrorIs(t, err, ErrInvalidOption)
-	assert.ErrorContains(t, err, "WithTickDuration(")
+	assert.ErrorContains(t, err, "WithTickDuration(2h26m36.093022207s) with WithTicksPerWheel(1048576)")
+
+	_, err = New(WithTicksPerWheel(1<<30-5), WithTickDuration(10*time.Second))
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.ErrorContains(t, err, "WithTickDuration(10s) with WithTicksPerWheel(1073741819)", "the values given")
+	assert.ErrorContains(t, err, "a tick below 8.589934591s")
+}
+
+// TestNewRefusesNilOptionsAndTypedNilExecutors: no input crashes New or,
+// later, the timer.
+func TestNewRefusesNilOptionsAndTypedNilExecutors(t *testing.T) {
+	h, err := New(WithTickDuration(time.Second), nil)
+	assert.Nil(t, h)
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.ErrorContains(t, err, "option 2 of 2 is nil")
+
+	var exec *pool.Ants
+	h, err = New(WithExecutor(exec))
+	assert.Nil(t, h)
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	assert.ErrorContains(t, err, "WithExecutor(<nil>)")
+	var fn executorFunc
+	_, err = New(WithExecutor(fn))
+	assert.ErrorIs(t, err, ErrInvalidOption)
+}
+
+// executorFunc adapts a function to pool.Executor.
+type executorFunc func(func()) error
+
+func (f executorFunc) Execute(task func()) error { return f(task) }
+
+// TestZeroHashedWheelTimerIsUsable: the zero value is a timer with the
+// default options.
+func TestZeroHashedWheelTimerIsUsable(t *testing.T) {
+	var h HashedWheelTimer
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Zero(t, h.Stats())
+	ran := make(chan struct{})
+	_, err := h.AfterFunc(time.Millisecond, func() { close(ran) })
+	require.NoError(t, err)
+	<-ran
+	assert.Equal(t, DefaultTickDuration, h.config.tickDuration)
+	assert.Empty(t, h.Stop())
+
+	var never HashedWheelTimer
+	assert.Nil(t, never.Stop(), "Stop of a zero timer")
+	_, err = never.AfterFunc(time.Millisecond, func() {})
+	assert.ErrorIs(t, err, ErrStopped)
 }
 
 func TestNewDefaultsAndRounding(t *testing.T) {
@@ -298,6 +347,7 @@ func TestPanickingTaskIsRecoveredAndLogged(t *testing.T) {
 	assert.Contains(t, logs.String(), "TimerTask panicked")
 	assert.Contains(t, logs.String(), "panic=boom")
 	assert.Contains(t, logs.String(), "Cancelled hook panicked")
+	assert.Contains(t, logs.String(), "TestPanickingTaskIsRecoveredAndLogged.func1", "the stack of the panic")
 
 	ran = false
 	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 0)

@@ -150,7 +150,7 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 			b.minDue = min(b.minDue, wh.tick)
 			return due
 		case t.period != 0:
-			next, run := nextRun(w, now, t.period)
+			next, run := nextRun(w, wh.tickOf(now)*wh.tickDuration, t.period)
 			if !t.word.CompareAndSwap(w, next) {
 				continue
 			}
@@ -171,14 +171,17 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 }
 
 // nextRun returns the state word of a periodic timeout, read as w, after
-// its run due by now: the deadline advanced to the first whole period
-// after now, so that runs keep to start + k·period and a late worker skips
-// the runs it missed, as time.Ticker drops ticks; and whether the run
-// starts, which it does unless the previous one is still running.
-func nextRun(w uint64, now, period int64) (next uint64, run bool) {
+// its run due in a tick that ended: the deadline advanced by whole periods
+// to the first at or after from, the start of the tick covering now, so
+// that runs keep to start + k·period, one run a tick at most, and a late
+// worker skips the runs of the ticks it missed, as time.Ticker drops
+// ticks; and whether the run starts, which it does unless the previous one
+// is still running.
+func nextRun(w uint64, from, period int64) (next uint64, run bool) {
 	d := deadlineOf(w)
+	k := max((from-d+period-1)/period, 1)
 	next = withDeadline(w, math.MaxInt64)
-	if k := (now-d)/period + 1; k <= (math.MaxInt64-d)/period {
+	if k <= (math.MaxInt64-d)/period {
 		next = withDeadline(w, d+k*period)
 	}
 	if w&runningBit != 0 {

@@ -26,20 +26,20 @@ type worker struct {
 	transfersLeft int     // of the current tick's maxTransfersPerTick
 	budgetTick    int64   // the tick transfersLeft was renewed for
 	stopped       bool    // shutdown has run
-	active        bool    // something happened since the last tick
-	quietTicks    int     // ticks in a row with nothing to do
-	lingerTicks   int     // quiet ticks before the worker sleeps until due
+	active        bool    // the current pass did something
+	lastActive    int64   // the tick of the last pass that did something
+	lingerTicks   int64   // quiet ticks before the worker sleeps until due
 	maxLag        int64
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
-	linger := max(2, int(lingerTime/h.config.tickDuration))
+	linger := max(2, int64(lingerTime/h.config.tickDuration))
 	w := &worker{
 		timer:       h,
 		wheel:       newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
-		quietTicks:  linger, // nothing has happened yet
+		lastActive:  -linger, // nothing has happened yet
 		lingerTicks: linger,
 	}
 	cfg := dispatch.Config[*timeout]{
@@ -75,6 +75,9 @@ func (w *worker) run() {
 		w.transferTimeoutsToBuckets(now)
 		w.expireTimeouts(now)
 		w.dispatchExpired(now)
+		if w.active {
+			w.lastActive, w.active = w.wheel.tickOf(now), false
+		}
 	}
 }
 
@@ -93,7 +96,7 @@ func (w *worker) waitForNextTick() (now int64) {
 		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
 			return now
 		}
-		if w.quietTicks < w.lingerTicks || w.staged.len() > 0 {
+		if w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
 			h.sleeper.Sleep(instant(h.startNanos, wh.endOf(w.nextTick(now))))
 		} else {
 			w.sleepUntilDue(wh.endOf(max(wh.tick, wh.earliest)))
@@ -123,7 +126,7 @@ func (w *worker) sleepUntilDue(end int64) {
 	}
 	h.sleeper.Sleep(instant(h.startNanos, end))
 	h.idle.Store(false)
-	w.quietTicks = 0 // woken with work, or at a due tick: linger again
+	w.active = true // woken with work, or at a due tick: linger again
 }
 
 // expireTimeouts is the step that expires the next tick's bucket, as
@@ -151,7 +154,7 @@ func (w *worker) expireTimeouts(now int64) {
 }
 
 // countTick updates the counters after a tick with lag and what its walk
-// did, and how long the worker has been quiet.
+// did.
 func (w *worker) countTick(lag int64, ex expiry) {
 	h := w.timer
 	h.counters.ticks.Add(1)
@@ -169,12 +172,9 @@ func (w *worker) countTick(lag int64, ex expiry) {
 	}
 	h.counters.periodicRuns.Add(uint64(ex.runs))
 	h.counters.periodicSkipped.Add(uint64(ex.skipped))
-	if w.active || ex.expired+ex.runs+ex.skipped > 0 {
-		w.quietTicks = 0
-	} else {
-		w.quietTicks++
+	if ex.expired+ex.runs+ex.skipped > 0 {
+		w.active = true
 	}
-	w.active = false
 }
 
 // instant returns the clock reading at offset after start, saturating at

@@ -141,10 +141,9 @@ func (q *Queue[T]) Pop() (*T, bool) {
 	if v == nil {
 		return nil, false
 	}
-	// The slot is not cleared: that would cost an atomic exchange per pop.
-	// A popped value stays reachable only until the chunk is dropped, when
-	// the consumer and the producers have both moved past it: at most
-	// chunkSize values per queue.
+	// Cleared, so that the queue keeps nothing it has handed out alive; no
+	// producer writes a slot once it is filled.
+	c.slots[off].Store(nil)
 	q.head++
 	return v, true
 }

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"weak"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +173,22 @@ func TestPushAllocatesOnlyPerChunk(t *testing.T) {
 		q.Pop()
 	})
 	assert.LessOrEqual(t, allocs, 2.0/chunkSize*2, "one chunk per chunkSize pushes")
+}
+
+// TestPopKeepsNothingAlive: once popped, a value is not kept alive by the
+// queue, even while its chunk is still in use.
+func TestPopKeepsNothingAlive(t *testing.T) {
+	q := New[[1 << 16]byte]()
+	v := new([1 << 16]byte)
+	w := weak.Make(v)
+	q.Push(v)
+	q.Push(new([1 << 16]byte)) // the chunk stays in use
+	got, ok := q.Pop()
+	require.True(t, ok)
+	require.Same(t, v, got)
+	v, got = nil, nil
+	runtime.GC()
+	runtime.GC()
+	assert.Nil(t, w.Value(), "the popped value is still reachable from the queue")
+	runtime.KeepAlive(q)
 }

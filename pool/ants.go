@@ -38,6 +38,10 @@ type Ants struct {
 	draining     atomic.Bool // a goroutine is running the backlog; written under mu
 	closed       bool
 	backlogEnded chan struct{} // closed when the backlog goroutine exits; guarded by mu
+
+	releaseOnce sync.Once
+	shut        atomic.Bool   // Release was called: Execute refuses
+	released    chan struct{} // closed once released, with nothing left running
 }
 
 // AntsOption configures an Ants executor made by NewAnts.
@@ -87,6 +91,9 @@ func (a *Ants) Execute(task func()) error {
 	if task == nil {
 		// ants treats a nil task as its workers' exit signal; refuse it.
 		return errors.New("pool: nil task")
+	}
+	if a.shut.Load() {
+		return ErrClosed
 	}
 	// While a backlog exists, new tasks queue behind it rather than
 	// overtaking it.
@@ -161,37 +168,39 @@ func (a *Ants) Backlog() int {
 // already accepted, running or in the backlog, still run; Release does not
 // wait for them. It is safe to call more than once.
 func (a *Ants) Release() {
-	a.mu.Lock()
-	a.closed = true
-	a.mu.Unlock()
-	a.pool.Release()
+	a.releaseOnce.Do(a.startRelease)
 }
 
 // ReleaseContext closes the executor as Release does, then waits until
 // every task it accepted has returned and every goroutine it started has
 // exited, or until ctx is done, whose error it then returns. Once it has
-// returned nil, nothing of the executor runs. Only the first of Release and
-// ReleaseContext closes the pool's goroutines down: call ReleaseContext
-// alone when the wait matters.
+// returned nil, nothing of the executor runs.
 func (a *Ants) ReleaseContext(ctx context.Context) error {
-	a.mu.Lock()
-	a.closed = true
-	a.mu.Unlock()
-	if err := a.pool.ReleaseContext(ctx); err != nil && !errors.Is(err, ants.ErrPoolClosed) {
-		return err
-	}
-	a.mu.Lock()
-	ended := a.backlogEnded
-	a.mu.Unlock()
-	if ended == nil {
-		return nil
-	}
+	a.releaseOnce.Do(a.startRelease)
 	select {
-	case <-ended:
+	case <-a.released:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// startRelease closes the executor and starts the goroutine that waits for
+// its tasks and goroutines, then closes released.
+func (a *Ants) startRelease() {
+	a.shut.Store(true)
+	a.mu.Lock()
+	a.closed = true
+	backlogEnded := a.backlogEnded // no backlog starts once closed
+	a.mu.Unlock()
+	a.released = make(chan struct{})
+	go func() {
+		_ = a.pool.ReleaseContext(context.Background())
+		if backlogEnded != nil {
+			<-backlogEnded
+		}
+		close(a.released)
+	}()
 }
 
 func (a *Ants) runRecovered(task func()) {

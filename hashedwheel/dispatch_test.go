@@ -1,0 +1,116 @@
+package hashedwheel
+
+import (
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// TestTasksDueTogetherStartTogether: 1000 timeouts due in the same tick,
+// each task blocking for 10ms, all start soon after their deadline, with
+// the default pool and with an executor that starts a goroutine per task:
+// a slow task holds up no other. Handed over in batches run one task after
+// another, the last would start over a second late. Real time is the
+// subject; the bound leaves room for a loaded machine.
+func TestTasksDueTogetherStartTogether(t *testing.T) {
+	const n, work, delay = 1000, 10 * time.Millisecond, 50 * time.Millisecond
+	bound := 400 * time.Millisecond
+	for name, opts := range map[string][]Option{
+		"default pool": nil,
+		"goroutine per task": {WithExecutor(goExecutor{})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			h := startTimer(t, append([]Option{WithTickDuration(5 * time.Millisecond)}, opts...)...)
+			var mu sync.Mutex
+			late := make([]time.Duration, 0, n)
+			var wg sync.WaitGroup
+			wg.Add(n)
+			task := TaskFunc(func(to Timeout) {
+				mu.Lock()
+				late = append(late, time.Since(to.Deadline()))
+				mu.Unlock()
+				time.Sleep(work) // the work, not a synchronisation
+				wg.Done()
+			})
+			for range n {
+				mustSchedule(t, h, task, delay)
+			}
+			wg.Wait()
+			slices.Sort(late)
+			assert.GreaterOrEqual(t, late[0], time.Duration(0), "never before the deadline")
+			assert.Less(t, late[n-1], bound, "the last task started %v after its deadline (median %v)", late[n-1], late[n/2])
+		})
+	}
+}
+
+// TestStopFromSeveralTasksAtOnce: tasks that call Stop at the same time,
+// on a pool, all return, none waiting for another; exactly one gets the
+// pending timeouts; a Stop from outside then waits for the tasks.
+func TestStopFromSeveralTasksAtOnce(t *testing.T) {
+	for name, exec := range map[string]pool.Executor{"default pool": nil, "goroutine per task": goExecutor{}} {
+		t.Run(name, func(t *testing.T) {
+			var opts []Option
+			if exec != nil {
+				opts = append(opts, WithExecutor(exec))
+			}
+			h := startTimer(t, append(opts, WithTickDuration(time.Millisecond))...)
+			pending := mustSchedule(t, h, noopTask, time.Hour)
+			const n = 8
+			results := make(chan []Timeout, n)
+			var ready sync.WaitGroup
+			ready.Add(n)
+			release := make(chan struct{})
+			for range n {
+				_, err := h.AfterFunc(time.Millisecond, func() {
+					ready.Done()
+					<-release // all running at once
+					results <- h.Stop()
+				})
+				require.NoError(t, err)
+			}
+			ready.Wait()
+			close(release)
+			var got []Timeout
+			for range n {
+				got = append(got, <-results...)
+			}
+			assert.Equal(t, []Timeout{pending}, got)
+			assert.Nil(t, h.Stop())
+			assert.Zero(t, h.worker.dispatcher.InFlight(), "the outside Stop waited for the tasks")
+		})
+	}
+}
+
+// TestStopWaitsForTasksOnAnyExecutor: with an executor the timer does not
+// own, Stop still returns only once the tasks it handed over have.
+func TestStopWaitsForTasksOnAnyExecutor(t *testing.T) {
+	h := startTimer(t, WithTickDuration(time.Millisecond), WithExecutor(goExecutor{}))
+	started, release := make(chan struct{}), make(chan struct{})
+	finished := make(chan struct{})
+	_, err := h.AfterFunc(0, func() {
+		close(started)
+		<-release
+		close(finished)
+	})
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan bool)
+	go func() {
+		h.Stop()
+		stopped <- isClosed(finished)
+	}()
+	<-h.done
+	select {
+	case <-stopped:
+		t.Fatal("Stop returned while a task was running")
+	default:
+	}
+	close(release)
+	assert.True(t, <-stopped, "Stop returned before the task did")
+}

@@ -1,0 +1,319 @@
+package hashedwheel
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/internal/clock"
+)
+
+// These tests drive a whole timer, worker goroutine included, with the
+// fake clock. The shard count is fixed where a test depends on it, so that
+// no test depends on the machine's core count.
+
+
+func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	_, err := h.NewTimeout(noopTask, time.Hour) // keeps the worker ticking
+	require.NoError(t, err)
+	var order []int
+	for i := 9; i >= 0; i-- {
+		_, err := h.NewTimeout(TaskFunc(func(Timeout) { order = append(order, i) }), time.Duration(i)*testTick)
+		require.NoError(t, err)
+	}
+	fake.Settle()
+	fake.Advance(10 * testTick) // the worker wakes ten ticks late
+	fake.Settle()
+	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, order, "one tick at a time, in deadline order")
+	stats := h.Stats()
+	assert.Equal(t, uint64(10), stats.Ticks)
+	assert.Equal(t, 9*testTick, stats.MaxTickLag, "tick 0 was processed nine ticks late")
+	assert.Equal(t, int64(11)*int64(testTick), fake.SleepingUntil(), "back on schedule: sleeping until the end of tick 10")
+}
+
+// TestInlineTasksOfATickRunInDeadlineOrder: timeouts reach the worker
+// through several queues, in no particular order; with pool.Inline the
+// tasks of one tick still run in deadline order.
+func TestInlineTasksOfATickRunInDeadlineOrder(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	var order []int
+	for i := 0; i < 200; i++ {
+		mustSchedule(t, h, TaskFunc(func(Timeout) { order = append(order, i) }), testTick/2)
+		fake.Advance(testTick / 400) // distinct deadlines, all in tick 0
+	}
+	advance(fake, testTick)
+	require.Len(t, order, 200)
+	for i := range order {
+		require.Equal(t, i, order[i])
+	}
+}
+
+func TestTransferIsCappedPerTick(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	const n = 2*maxTransfersPerTick + 500
+	fired := 0
+	task := TaskFunc(func(Timeout) { fired++ })
+	for i := 0; i < n; i++ {
+		_, err := h.NewTimeout(task, 0)
+		require.NoError(t, err)
+	}
+	fake.Settle()
+	for tick, want := range []int{maxTransfersPerTick, 2 * maxTransfersPerTick, n} {
+		advance(fake, testTick)
+		assert.Equal(t, want, fired, "after tick %d", tick)
+	}
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+// TestCancelledWhileQueuedAreDroppedBetweenTicks: schedule-and-cancel churn
+// does not wait for a tick to be released. Each shard wakes the worker
+// every wakeEvery pushes, and the worker drops what was cancelled, so with
+// the clock stopped fewer than wakeEvery per shard are still held.
+func TestCancelledWhileQueuedAreDroppedBetweenTicks(t *testing.T) {
+	h, fake := newFakeTimer(t, withShards(4))
+	held := len(h.shards) * (wakeEvery - 1)
+	n := 4 * len(h.shards) * wakeEvery
+	for i := 0; i < n; i++ {
+		timeout, err := h.NewTimeout(noopTask, time.Hour)
+		require.NoError(t, err)
+		require.True(t, timeout.Cancel())
+	}
+	fake.Settle()
+	stats := h.Stats()
+	assert.Zero(t, stats.Ticks, "no tick has run")
+	assert.GreaterOrEqual(t, stats.Cancelled, uint64(n-held), "all but the last few thousand per shard were dropped")
+	assert.Equal(t, int64(n)-int64(stats.Cancelled), h.PendingTimeouts())
+
+	advance(fake, testTick)
+	assert.Equal(t, uint64(n), h.Stats().Cancelled, "the tick drops the rest")
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+// TestTimeoutsCollectedBetweenTicksGoIntoTheWheelWithinTheBudget: what the
+// worker takes in between ticks goes into the wheel at once, within what is
+// left of the last tick's transfer budget, and still fires on its own tick,
+// never before.
+func TestTimeoutsCollectedBetweenTicksGoIntoTheWheelWithinTheBudget(t *testing.T) {
+	h, fake := newFakeTimer(t, withShards(2))
+	_, err := h.NewTimeout(noopTask, time.Hour) // keeps the worker ticking
+	require.NoError(t, err)
+	advance(fake, testTick) // a tick has run: its budget is left
+	n := 2 * len(h.shards) * wakeEvery
+	fired := 0
+	task := TaskFunc(func(Timeout) { fired++ })
+	for i := 0; i < n; i++ {
+		mustSchedule(t, h, task, 0)
+	}
+	fake.Settle()
+	assert.Zero(t, fired, "nothing fires before its tick")
+	assert.Zero(t, h.worker.staged.len(), "within the budget: nothing staged")
+	assert.GreaterOrEqual(t, h.worker.wheel.size, 1+n-len(h.shards)*(wakeEvery-1), "taken into the wheel between ticks")
+
+	advance(fake, testTick)
+	assert.Equal(t, n, fired, "all fire on their tick")
+	assert.Equal(t, int64(1), h.PendingTimeouts())
+}
+
+// TestTimeoutsBeyondTheBudgetWaitStagedForTheTick: before the first tick no
+// transfer budget is left, so what the worker takes in waits, staged and
+// still queued, as it would in Netty's queue: cancelling one is still a
+// single compare-and-swap, and the others reach the wheel at the tick. Each
+// shard's timeouts are staged in the order they were made.
+func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
+	h, fake := newFakeTimer(t, withShards(2))
+	n := 2 * len(h.shards) * wakeEvery
+	fired := 0
+	task := TaskFunc(func(Timeout) { fired++ })
+	made := make(map[*timeout]int, n)
+	timeouts := make([]Timeout, n)
+	for i := range timeouts {
+		timeouts[i] = mustSchedule(t, h, task, 0)
+		made[timeouts[i].(*timeout)] = i
+	}
+	fake.Settle()
+	w := h.worker
+	require.GreaterOrEqual(t, w.staged.len(), n-len(h.shards)*(wakeEvery-1), "taken in between ticks")
+	last := map[*shard]int{}
+	for _, to := range w.staged.items[w.staged.head:] {
+		require.Equal(t, stateQueued, to.currentState(), "staged, still queued")
+		s := h.shardOf(to)
+		if prev, ok := last[s]; ok {
+			require.Less(t, prev, made[to], "a shard's timeouts are staged in the order they were made")
+		}
+		last[s] = made[to]
+	}
+	require.True(t, timeouts[0].Cancel(), "the oldest is staged")
+	assert.Zero(t, w.wheel.size, "nothing in the wheel before the tick")
+
+	advance(fake, testTick)
+	assert.Equal(t, n-1, fired, "all but the cancelled one fire on their tick")
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Equal(t, uint64(1), h.Stats().Cancelled)
+}
+
+// TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit: timeouts
+// cancelled after the worker staged them are dropped by the ticks, at most
+// maxDiscardsPerTick per tick, so that no tick is held up by churn.
+func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	const n = maxDiscardsPerTick + maxTransfersPerTick/2
+	timeouts := make([]Timeout, n)
+	for i := range timeouts {
+		timeouts[i] = mustSchedule(t, h, noopTask, time.Hour)
+	}
+	fake.Settle()
+	h.worker.collectIntake() // the worker is asleep: the fake clock holds it
+	for _, to := range timeouts {
+		require.True(t, to.Cancel())
+	}
+	advance(fake, testTick)
+	assert.Equal(t, uint64(maxDiscardsPerTick), h.Stats().Cancelled, "one tick drops at most its limit")
+	advance(fake, testTick)
+	assert.Equal(t, uint64(n), h.Stats().Cancelled, "the next tick drops the rest")
+	assert.Zero(t, h.PendingTimeouts())
+}
+
+func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {
+	const size = 4
+	h, fake := newFakeTimer(t, WithTicksPerWheel(size))
+	advance(fake, 2*testTick) // the wheel is at tick 2
+	fired := false
+	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired = true }), size*testTick)
+	require.NoError(t, err)
+	advance(fake, size*testTick)
+	assert.False(t, fired, "deadline at the start of tick 6: not before its end")
+	advance(fake, testTick)
+	assert.True(t, fired, "fires at the end of tick 6, not a turn later")
+}
+
+func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
+	h, fake := newFakeTimer(t, WithTickDuration(time.Millisecond))
+	assert.Equal(t, clock.Forever, fake.SleepingUntil(), "nothing pending: no tick is armed")
+
+	fired := make(chan struct{}, 1)
+	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired <- struct{}{} }), 3*time.Millisecond)
+	require.NoError(t, err)
+	fake.Settle()
+	assert.Less(t, fake.SleepingUntil(), clock.Forever, "a pending timeout arms the next tick")
+
+	for i := 0; i < 4; i++ {
+		fake.Advance(time.Millisecond)
+		fake.Settle()
+	}
+	<-fired
+	// It lingers for lingerTime, so that back-to-back NewTimeout calls do not
+	// each pay a wake-up, then sleeps.
+	lingered := 0
+	for fake.SleepingUntil() != clock.Forever {
+		fake.Advance(time.Millisecond)
+		fake.Settle()
+		lingered++
+		require.LessOrEqual(t, lingered, int(lingerTime/time.Millisecond), "still ticking after lingerTime")
+	}
+	assert.GreaterOrEqual(t, lingered, int(lingerTime/time.Millisecond)-1, "lingers before sleeping")
+	ticks := h.Stats().Ticks
+
+	fake.Advance(time.Hour) // an hour of idleness costs no tick
+	fake.Settle()
+	assert.Equal(t, ticks, h.Stats().Ticks)
+
+	_, err = h.NewTimeout(TaskFunc(func(Timeout) { fired <- struct{}{} }), time.Millisecond)
+	require.NoError(t, err)
+	fake.Settle()
+	fake.Advance(2 * time.Millisecond)
+	fake.Settle()
+	<-fired
+	assert.LessOrEqual(t, h.Stats().Ticks-ticks, uint64(3), "waking skips the idle hour instead of replaying it")
+}
+
+
+// TestWorkerSleepsUntilTheFirstDueTick: with timeouts pending far away, the
+// worker, once it has lingered, sleeps until the end of the first tick with
+// something due, whatever the wheel's size, and processes no tick before.
+func TestWorkerSleepsUntilTheFirstDueTick(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		delay time.Duration
+		n     int
+	}{{"one timeout an hour away", time.Hour, 1}, {"10 000 ten minutes away", 10 * time.Minute, 10_000}} {
+		h, fake := newFakeTimer(t, WithTickDuration(time.Millisecond), WithTicksPerWheel(512))
+		for range c.n {
+			mustSchedule(t, h, noopTask, c.delay)
+		}
+		fake.Settle()
+		for i := 0; fake.SleepingUntil() < int64(time.Second); i++ {
+			require.Less(t, i, 1000, "%s: still ticking after a second", c.name)
+			fake.Advance(time.Millisecond)
+			fake.Settle()
+		}
+		due := (int64(c.delay)/int64(time.Millisecond) + 1) * int64(time.Millisecond)
+		assert.Equal(t, due, fake.SleepingUntil(), "%s: asleep until the end of the tick covering the deadline", c.name)
+		assert.Zero(t, h.Stats().Ticks, "%s: no tick walked", c.name)
+		fake.Advance(c.delay)
+		fake.Settle()
+		s := h.Stats()
+		assert.Equal(t, uint64(c.n), s.Expired, c.name)
+		assert.LessOrEqual(t, s.Ticks, uint64(2), "%s: the due tick, not every tick", c.name)
+	}
+}
+
+// TestCancelReachesASleepingWorkerAtOnce: while the worker sleeps until a
+// timeout ten minutes away, a successful Cancel wakes it, so that with the
+// clock standing still the cancellation shows in PendingTimeouts, releases
+// its place under the limit, runs its hook and drops the timeout from the
+// wheel.
+func TestCancelReachesASleepingWorkerAtOnce(t *testing.T) {
+	h, fake := newFakeTimer(t, WithMaxPendingTimeouts(1))
+	hook := &cancelHook{}
+	to := mustSchedule(t, h, hook, 10*time.Minute)
+	advance(fake, lingerTime+2*testTick)
+	require.Greater(t, fake.SleepingUntil(), int64(time.Minute), "asleep until the timeout")
+	require.True(t, to.Cancel())
+	fake.Settle() // the clock does not move
+	assert.Zero(t, h.PendingTimeouts())
+	assert.Equal(t, int32(1), hook.hooks.Load())
+	assert.Zero(t, h.worker.wheel.size)
+	mustSchedule(t, h, noopTask, time.Hour) // the place is free
+}
+
+// TestAStaleWakeDoesNotReplayTheIdleTime: a wake-up that reaches a sleeping
+// worker late, or for no reason, after an hour of idleness, makes it
+// replay none of the hour's ticks.
+func TestAStaleWakeDoesNotReplayTheIdleTime(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	fake.Advance(time.Hour)
+	h.sleeper.Wake() // as a producer's periodic wake-up arriving late would
+	fake.Settle()
+	fired := false
+	mustSchedule(t, h, TaskFunc(func(Timeout) { fired = true }), testTick)
+	h.sleeper.Wake()
+	advance(fake, 2*testTick)
+	assert.True(t, fired)
+	assert.LessOrEqual(t, h.Stats().Ticks, uint64(2), "the idle hour was replayed")
+}
+
+// TestAStormLeavesNothingBehind: after a storm of timeouts expiring in one
+// tick, the worker keeps no storm-sized list: the heap returns to within a
+// MiB of what it was.
+func TestAStormLeavesNothingBehind(t *testing.T) {
+	n := 1_000_000
+	if raceEnabled {
+		n = 200_000
+	}
+	h, fake := newFakeTimer(t)
+	advance(fake, testTick)
+	before := heapInUse()
+	for range n {
+		mustSchedule(t, h, noopTask, testTick)
+	}
+	for h.Stats().Expired < uint64(n) {
+		advance(fake, testTick)
+	}
+	after := heapInUse()
+	assert.Less(t, int64(after)-int64(before), int64(1<<20), "retained after the storm: %d bytes", int64(after)-int64(before))
+	runtime.KeepAlive(h)
+}
