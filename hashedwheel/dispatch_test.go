@@ -22,7 +22,7 @@ func TestTasksDueTogetherStartTogether(t *testing.T) {
 	const n, work, delay = 1000, 10 * time.Millisecond, 50 * time.Millisecond
 	bound := 400 * time.Millisecond
 	for name, opts := range map[string][]Option{
-		"default pool": nil,
+		"default pool":       nil,
 		"goroutine per task": {WithExecutor(goExecutor{})},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 // fake clock. The shard count is fixed where a test depends on it, so that
 // no test depends on the machine's core count.
 
-
 func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	_, err := h.NewTimeout(noopTask, time.Hour) // keeps the worker ticking
@@ -229,7 +228,6 @@ func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
 	<-fired
 	assert.LessOrEqual(t, h.Stats().Ticks-ticks, uint64(3), "waking skips the idle hour instead of replaying it")
 }
-
 
 // TestWorkerSleepsUntilTheFirstDueTick: with timeouts pending far away, the
 // worker, once it has lingered, sleeps until the end of the first tick with
