@@ -3,19 +3,19 @@ package hashedwheel
 import (
 	"context"
 	"errors"
-	"sync/atomic"
 	"time"
 )
 
-// WithTimeout returns WithDeadline(parent, time.Now().Add(d)).
+// WithTimeout returns WithDeadline(parent, time.Now().Add(d)), reading
+// the clock once: the deadline is the timer's, to 8ns.
 func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return h.WithDeadlineCause(parent, time.Now().Add(d), nil)
+	return h.WithTimeoutCause(parent, d, nil)
 }
 
 // WithTimeoutCause is WithTimeout, with cause as the context's cause once
 // its deadline passes.
 func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
-	return h.WithDeadlineCause(parent, time.Now().Add(d), cause)
+	return h.withDeadline(parent, time.Time{}, d, cause)
 }
 
 // WithDeadline returns a copy of parent whose deadline is no later than
@@ -48,29 +48,48 @@ func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Ti
 // WithDeadlineCause is WithDeadline, with cause as the context's cause
 // once its deadline passes; a nil cause means context.DeadlineExceeded.
 func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
+	return h.withDeadline(parent, deadline, time.Until(deadline), cause)
+}
+
+// withDeadline makes the context of WithDeadlineCause, due after delay: at
+// deadline if it is set, or else at the timer's reading of now + delay.
+func (h *HashedWheelTimer) withDeadline(parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		parent = context.Background() // the context package panics; we do not
 	}
-	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
+	if cur, ok := parent.Deadline(); ok && (deadline.IsZero() && time.Until(cur) < delay || cur.Before(deadline)) {
 		return context.WithCancel(parent) // the parent's deadline comes first
+	}
+	if delay <= 0 { // already past: done at once, no timer needed
+		if deadline.IsZero() {
+			return context.WithTimeoutCause(parent, delay, cause)
+		}
+		return context.WithDeadlineCause(parent, deadline, cause)
 	}
 	if cause == nil {
 		cause = context.DeadlineExceeded
 	}
-	c := &wheelContext{deadline: deadline, cause: cause}
-	c.inner, c.cancelInner = context.WithCancelCause(parent)
-	delay := time.Until(deadline)
-	if delay <= 0 {
-		c.cancelInner(errDeadlinePassed)
-		return c, c.cancel
+	var c *wheelContext
+	var ctx context.Context
+	if deadline.IsZero() {
+		c = &wheelContext{cause: cause}
+		ctx = c
+	} else {
+		dc := &deadlineContext{deadline: deadline}
+		c, ctx = &dc.wheelContext, dc
+		c.cause = cause
 	}
+	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
 	if err := h.scheduleTimeout(&c.timeout, delay, 0); err != nil {
 		c.cancelInner(nil)
 		h.counters.contextFallbacks.Add(1)
+		if deadline.IsZero() {
+			return context.WithTimeoutCause(parent, delay, cause)
+		}
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
-	return c, c.cancel
+	return ctx, c.cancel
 }
 
 // errDeadlinePassed is the cause a wheelContext gives its inner context
@@ -91,14 +110,27 @@ var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 type wheelContext struct {
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
-	deadline    time.Time
-	cause       error                           // the cause once the deadline passes
-	causeCtx    atomic.Pointer[context.Context] // a done context carrying Cause, made on demand
+	cause       error // the cause once the deadline passes
 	timeout     timeout
 }
 
-// Deadline returns the deadline the context was made with.
-func (c *wheelContext) Deadline() (time.Time, bool) { return c.deadline, true }
+// Deadline returns the deadline of the context's timeout: the time of
+// WithTimeout's call plus its timeout, to 8ns.
+func (c *wheelContext) Deadline() (time.Time, bool) { return c.timeout.Deadline(), true }
+
+// deadlineContext is the context of WithDeadline, which reports the very
+// deadline it was given.
+type deadlineContext struct {
+	wheelContext
+	deadline time.Time
+}
+
+func (c *deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineContext) String() string {
+	return "hashedwheel.WithDeadline(" + contextName(c.inner) + ", " + c.deadline.String() +
+		" [" + time.Until(c.deadline).String() + "])"
+}
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
 
@@ -133,13 +165,11 @@ func (c *wheelContext) Value(key any) any {
 	if cause == err {
 		return nil // context.Cause falls back to Err
 	}
-	if p := c.causeCtx.Load(); p != nil {
-		return (*p).Value(key)
-	}
+	// A done context that carries the cause, for context.Cause: made on
+	// each call, a rare one, so that live contexts stay small.
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
-	c.causeCtx.CompareAndSwap(nil, &done)
-	return (*c.causeCtx.Load()).Value(key)
+	return done.Value(key)
 }
 
 // AfterFunc arranges to call f in its own goroutine once the context is
@@ -164,12 +194,13 @@ func (c *wheelContext) cancel() {
 // outliveStop moves the deadline of a context still live at Stop to a
 // runtime timer.
 func (c *wheelContext) outliveStop() {
-	time.AfterFunc(time.Until(c.deadline), func() { c.cancelInner(errDeadlinePassed) })
+	time.AfterFunc(time.Until(c.timeout.Deadline()), func() { c.cancelInner(errDeadlinePassed) })
 }
 
 func (c *wheelContext) String() string {
-	return "hashedwheel.WithDeadline(" + contextName(c.inner) + ", " + c.deadline.String() +
-		" [" + time.Until(c.deadline).String() + "])"
+	d := c.timeout.Deadline()
+	return "hashedwheel.WithDeadline(" + contextName(c.inner) + ", " + d.String() +
+		" [" + time.Until(d).String() + "])"
 }
 
 // contextName names the inner context's parent as the context package's

@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -236,6 +237,10 @@ type modelEntry struct {
 	cancelTick int64 // the tick in progress when Cancel succeeded
 	processed  bool  // the cancellation has been processed
 	uncertain  bool  // cancelled during a tick: processed in it or in the next
+
+	period  int64   // of a periodic timeout made by Every; 0 for one-shot
+	nextDue int64   // a periodic timeout's next run's deadline
+	runsAt  []int64 // a periodic timeout's runs, the clock after the start
 }
 
 // modelRecorder is what the tasks report, from the worker goroutine.
@@ -304,7 +309,7 @@ type modelHarness struct {
 	byID     map[int]*modelEntry
 
 	accepted, rejectedFull, rejectedStopped uint64
-	returned                                uint64
+	returned, resets, periodicRuns          uint64
 }
 
 func modelDiscardLogger() *slog.Logger {
@@ -378,8 +383,12 @@ func modelFloorDiv(a, b int64) int64 {
 
 func (m *modelHarness) step(src modelSource) error {
 	switch op := src.intn(100); {
-	case op < 28:
+	case op < 24:
 		return m.batch([]time.Duration{m.genDelay(src)}, nil, src.intn(4) == 0)
+	case op < 32:
+		return m.reset(src)
+	case op < 36:
+		return m.every(src)
 	case op < 42:
 		if len(m.entries) == 0 {
 			return m.batch([]time.Duration{m.genDelay(src)}, nil, false)
@@ -638,12 +647,16 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 	cur := m.curTick()
 	var targets []*modelEntry
 	for _, e := range m.entries {
-		if e.state == modelAlive && e.fireTick == cur && len(targets) < 8 {
+		if e.state == modelAlive && e.period == 0 && e.fireTick == cur && len(targets) < 8 {
 			targets = append(targets, e)
 		}
 	}
 	for i := src.intn(3); i > 0; i-- { // others, perhaps not alive, perhaps twice
-		targets = append(targets, m.entries[src.intn(len(m.entries))])
+		// A periodic timeout's Cancel racing its run leaves the run
+		// uncertain: not here.
+		if e := m.entries[src.intn(len(m.entries))]; e.period == 0 {
+			targets = append(targets, e)
+		}
 	}
 	if len(targets) == 0 {
 		return m.stepTicks(1)
@@ -698,6 +711,8 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 	fired, processed := 0, 0
 	for _, e := range m.entries {
 		switch {
+		case e.period != 0 && e.state == modelAlive:
+			fired += m.runPeriodic(e, now, next)
 		case e.state == modelAlive && e.fireTick < next:
 			e.state, e.firedAt = modelFired, now
 			fired++
@@ -709,6 +724,121 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 	sort.Strings(ids)
 	m.trace.add("race %d Cancels with the end of tick %d (t=%d): %s; %d fire, %d cancellations processed",
 		len(targets), cur, now, strings.Join(ids, " "), fired, processed)
+	return m.check()
+}
+
+// runPeriodic runs, in the model, the periodic timeout e once the clock has
+// moved to now, in tick cur: if the tick of its next run has ended, the run
+// happens now, and the next is the first whole period after the start of
+// cur's tick, the runs of the ticks in between skipped. It returns the
+// number of runs, 0 or 1.
+func (m *modelHarness) runPeriodic(e *modelEntry, now, cur int64) int {
+	if modelFloorDiv(e.nextDue, m.tick) >= cur {
+		return 0
+	}
+	e.runsAt = append(e.runsAt, now)
+	m.periodicRuns++
+	from := cur * m.tick
+	k := max((from-e.nextDue+e.period-1)/e.period, 1)
+	if k > (math.MaxInt64-e.nextDue)/e.period {
+		e.nextDue = math.MaxInt64
+	} else {
+		e.nextDue = modelDeadline(e.nextDue+k*e.period, 0)
+	}
+	return 1
+}
+
+// reset moves the deadline of up to three random timeouts, one goroutine
+// each: a Reset succeeds exactly on a timeout that is alive, which then
+// fires by its new deadline, as if made now with the new delay; a periodic
+// timeout's next run moves and its period stays.
+func (m *modelHarness) reset(src modelSource) error {
+	if len(m.entries) == 0 {
+		return m.every(src)
+	}
+	var targets []*modelEntry
+	seen := map[*modelEntry]bool{}
+	for i := 1 + src.intn(3); i > 0; i-- {
+		if e := m.entries[len(m.entries)-1-src.intn(min(len(m.entries), 12))]; !seen[e] {
+			seen[e] = true
+			targets = append(targets, e)
+		}
+	}
+	delays := make([]time.Duration, len(targets))
+	for i := range delays {
+		delays[i] = m.genDelay(src)
+	}
+	results := make([]bool, len(targets))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, e := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			results[i] = e.handle.Reset(delays[i])
+		}()
+	}
+	close(start)
+	wg.Wait()
+	m.fake.Settle()
+	now, cur := m.now(), m.curTick()
+	var ids []string
+	for i, e := range targets {
+		ids = append(ids, fmt.Sprintf("reset#%d(%v)=%v", e.id, delays[i], results[i]))
+		if want := e.state == modelAlive; results[i] != want {
+			return fmt.Errorf("Reset of #%d (%v): %v, want %v", e.id, e.state, results[i], want)
+		}
+		if !results[i] {
+			continue
+		}
+		m.resets++
+		e.deadline, e.delay, e.created = modelDeadline(now, delays[i]), delays[i], now
+		e.fireTick = max(modelFloorDiv(e.deadline, m.tick), cur)
+		e.nextDue = e.deadline
+		if want := m.h.startTime.Add(time.Duration(e.deadline)); !e.handle.Deadline().Equal(want) {
+			return fmt.Errorf("timeout #%d after Reset(%v): Deadline() is %v, want %v", e.id, delays[i], e.handle.Deadline(), want)
+		}
+	}
+	m.trace.add("t=%d tick %d: %s", now, cur, strings.Join(ids, " "))
+	return m.check()
+}
+
+// every starts a periodic timeout with a period from a fraction of a tick
+// to over a turn of the wheel.
+func (m *modelHarness) every(src modelSource) error {
+	periods := []int64{m.tick / 3, m.tick, 5 * m.tick / 2, 7 * m.tick, int64(m.wheelLen)*m.tick + 1}
+	period := time.Duration(max(periods[src.intn(len(periods))], 1))
+	m.nextID++
+	id := m.nextID
+	rec := m.rec
+	to, err := m.h.Every(period, func() { rec.run(id, nil, nil) })
+	m.fake.Settle()
+	if !m.started && !m.stopped {
+		m.started, m.startAbs = true, m.fake.Now()
+	}
+	now := m.now()
+	m.trace.add("t=%d tick %d: every#%d(%v)", now, m.curTick(), id, period)
+	switch {
+	case m.stopped:
+		if !errors.Is(err, ErrStopped) {
+			return fmt.Errorf("Every after Stop: %v, want ErrStopped", err)
+		}
+		m.rejectedStopped++
+		return m.check()
+	case errors.Is(err, ErrTooManyPendingTimeouts) && m.cfg.maxPending > 0:
+		m.rejectedFull++
+		return m.check()
+	case err != nil:
+		return fmt.Errorf("Every(%v): %v", period, err)
+	}
+	m.accepted++
+	e := &modelEntry{id: id, handle: to, delay: period, created: now, period: int64(period),
+		deadline: modelDeadline(now, period)}
+	e.nextDue = e.deadline
+	e.fireTick = modelFloorDiv(e.deadline, m.tick)
+	m.entries = append(m.entries, e)
+	m.byID[id] = e
 	return m.check()
 }
 
@@ -738,6 +868,8 @@ func (m *modelHarness) advance(d time.Duration) error {
 	if m.started && !m.stopped {
 		for _, e := range m.entries {
 			switch {
+			case e.period != 0 && e.state == modelAlive:
+				fired += m.runPeriodic(e, now, cur)
 			case e.state == modelAlive && e.fireTick < cur:
 				e.state, e.firedAt = modelFired, now
 				fired++
@@ -826,8 +958,13 @@ func (m *modelHarness) check() error {
 	var fired, cancels, slack, slackHooks uint64
 	for _, e := range m.entries {
 		runs := m.rec.fired[e.id]
-		switch e.state {
-		case modelFired:
+		switch {
+		case e.period != 0:
+			if !slices.Equal(m.relative(runs), e.runsAt) {
+				return fmt.Errorf("periodic #%d (%v, period %d, next due %d): ran at %v, want %v",
+					e.id, e.state, e.period, e.nextDue, m.relative(runs), e.runsAt)
+			}
+		case e.state == modelFired:
 			fired++
 			if len(runs) != 1 || runs[0]-m.startAbs != e.firedAt {
 				return fmt.Errorf("timeout #%d (delay %v, deadline %d, fire tick %d, made at %d): ran at %v, want once at t=%d",
@@ -871,7 +1008,7 @@ func (m *modelHarness) check() error {
 	// Inline tasks run tick by tick and, within a tick, in deadline order.
 	var order []*modelEntry
 	for _, e := range m.entries {
-		if e.state == modelFired {
+		if e.state == modelFired && e.period == 0 {
 			order = append(order, e)
 		}
 	}
@@ -894,6 +1031,8 @@ func (m *modelHarness) check() error {
 		Expired:         fired,
 		Cancelled:       cancels,
 		ReturnedByStop:  m.returned,
+		Resets:          m.resets,
+		PeriodicRuns:    m.periodicRuns,
 		RejectedFull:    m.rejectedFull,
 		RejectedStopped: m.rejectedStopped,
 	}
