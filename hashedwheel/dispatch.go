@@ -12,6 +12,10 @@ import (
 // the ticks it catches up before it dispatches them.
 const maxDeferredDue = maxTransfersPerTick
 
+// maxKeptDue bounds the capacity of the claimed-timeouts list the worker
+// keeps once it is quiet, so that a storm's size is not kept after it.
+const maxKeptDue = 1 << 14
+
 // maxKeptScratch bounds the sort scratch space the worker keeps between
 // ticks.
 const maxKeptScratch = 1 << 14
@@ -38,7 +42,8 @@ func (w *worker) dispatch() {
 		// in which the timeouts arrived says nothing.
 		w.sortByDeadline(w.due)
 	}
-	w.due = w.dispatcher.Dispatch(w.due)
+	w.dispatcher.Dispatch(w.due)
+	w.due = w.due[:0]
 }
 
 // behind reports whether a tick that can expire something has ended by
@@ -65,10 +70,17 @@ func (w *worker) sortByDeadline(due []*timeout) {
 		due[i] = keys[i].timeout
 		keys[i].timeout = nil
 	}
-	if cap(keys) <= maxKeptScratch {
-		w.sortScratch = keys
-	} else {
-		w.sortScratch = nil // a storm's worth is not worth keeping
+	w.sortScratch = keys
+}
+
+// trim drops the lists the worker grew for a storm, once it is quiet:
+// their capacity is worth keeping while a storm lasts, not after.
+func (w *worker) trim() {
+	if cap(w.due) > maxKeptDue {
+		w.due = nil
+	}
+	if cap(w.sortScratch) > maxKeptScratch {
+		w.sortScratch = nil
 	}
 }
 

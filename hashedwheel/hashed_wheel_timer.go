@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -158,8 +159,8 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	t, err := h.schedule(task, delay, 0)
-	if err != nil {
+	t := &timeout{task: task}
+	if err := h.scheduleTimeout(t, delay, 0); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -205,7 +206,9 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		return tooManyPending(h.maxPending)
 	}
 	t.timer, t.period = h, period
-	t.word.Store(withDeadline(stateQueued, deadline(h.now(), delay)))
+	// A plain write: t is not yet published, and the push that publishes
+	// it orders the write before any load of the word.
+	*(*uint64)(unsafe.Pointer(&t.word)) = withDeadline(stateQueued, deadline(h.now(), delay))
 	count, ok := h.shardOf(t).push(t)
 	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.

@@ -177,13 +177,15 @@ type intakeBatch struct {
 	unlinked int
 }
 
-// pop removes and returns the oldest timeout, or nil, with its links
-// cleared, so that a timeout kept by its caller keeps no other alive.
+// pop removes and returns the oldest timeout, or nil, and clears its next
+// field. Its prev field still links it to the timeout below it: the
+// worker overwrites it as it links the timeout into a bucket, and clears
+// it (forgetBelow) if the timeout goes nowhere, so that a caller keeping
+// it keeps no other alive.
 func (b *intakeBatch) pop() *timeout {
 	t := b.head
 	if t != nil {
 		b.head, t.next = t.next, nil
-		t.forgetBelow()
 	}
 	return t
 }

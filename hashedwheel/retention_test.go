@@ -87,16 +87,24 @@ func TestKeptHandleKeepsOnlyItsOwnTask(t *testing.T) {
 		runtime.KeepAlive(kept)
 	})
 	t.Run("returned by Stop off an intake stack", func(t *testing.T) {
-		s := newTestShard()
+		// A task running inline holds the worker while the timeouts are
+		// pushed, so that Stop finds them on the intake stack.
+		h, fake := newFakeTimer(t, withShards(1))
+		entered, release := make(chan struct{}), make(chan struct{})
+		mustSchedule(t, h, TaskFunc(func(Timeout) { close(entered); <-release }), 0)
+		fake.Settle()
+		fake.Advance(testTick)
+		<-entered
 		task, payload := payloadTask()
-		below := &timeout{task: task}
-		kept := &timeout{task: noopTask}
-		s.push(below)
-		s.push(kept)
-		batch := s.close()
-		got := appendCollected(nil, batch)
-		require.Equal(t, []*timeout{below, kept}, got)
-		got, below, task = nil, nil, nil
+		mustSchedule(t, h, task, time.Hour)
+		mustSchedule(t, h, noopTask, time.Hour)
+		stopped := make(chan []Timeout)
+		go func() { stopped <- h.Stop() }()
+		close(release)
+		returned := <-stopped
+		require.Len(t, returned, 2)
+		kept := returned[1]
+		returned, task = nil, nil
 		assert.True(t, collected(payload))
 		runtime.KeepAlive(kept)
 	})

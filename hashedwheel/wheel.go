@@ -129,16 +129,16 @@ func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 
 // visit is expire's step for one timeout t of bucket b.
 func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *expiry) []*timeout {
+	end := wh.tickEnd()
 	for {
 		w := t.word.Load()
 		if stateOf(w) != stateScheduled {
 			return due // cancelled: the cancellation pass unlinks it
 		}
 		d := deadlineOf(w)
-		tick := d / wh.tickDuration
 		switch {
-		case tick > wh.tick:
-			if tick&wh.mask == wh.tick&wh.mask {
+		case d >= end: // not due in this tick
+			if tick := d / wh.tickDuration; tick&wh.mask == wh.tick&wh.mask {
 				b.minDue = min(b.minDue, tick) // a later turn
 			} else {
 				wh.unlink(t) // Reset moved it later

@@ -75,6 +75,7 @@ func (w *worker) run() {
 		w.transferTimeoutsToBuckets(now)
 		w.expireTimeouts(now)
 		w.dispatchExpired(now)
+		w.dispatcher.Grow()
 		if w.active {
 			w.lastActive, w.active = w.wheel.tickOf(now), false
 		}
@@ -96,10 +97,20 @@ func (w *worker) waitForNextTick() (now int64) {
 		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
 			return now
 		}
-		if w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
-			h.sleeper.Sleep(instant(h.startNanos, wh.endOf(w.nextTick(now))))
+		lingering := w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0
+		until := wh.endOf(max(wh.tick, wh.earliest))
+		if lingering {
+			until = wh.endOf(w.nextTick(now))
+		}
+		if w.dispatcher.Waiting() {
+			// Tasks wait for a pool goroutine: grow the dispatch soon.
+			until = min(until, now+int64(dispatch.GrowInterval))
+			lingering = true
+		}
+		if lingering {
+			h.sleeper.Sleep(instant(h.startNanos, until))
 		} else {
-			w.sleepUntilDue(wh.endOf(max(wh.tick, wh.earliest)))
+			w.sleepUntilDue(until)
 		}
 	}
 }
@@ -115,6 +126,7 @@ func (w *worker) nextTick(now int64) int64 {
 // due, telling producers to wake it meanwhile.
 func (w *worker) sleepUntilDue(end int64) {
 	h := w.timer
+	w.trim()
 	h.idle.Store(true)
 	// A producer that pushed before it could see the flag will not wake us:
 	// look again now that the flag is visible.

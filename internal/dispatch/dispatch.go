@@ -1,17 +1,21 @@
 // Package dispatch hands tasks that come due together to an executor so
-// that they start together: a slow task delays no other task, up to the
+// that they start together: a slow task delays no other, up to the
 // executor's size. The hashedwheel timer and the benchmark contenders built
 // on the same engine share it, so that they differ only in how they find
 // what is due.
 //
-// A dispatch is one list of due tasks and a claim cursor. The dispatcher
-// hands the executor up to Parallelism copies of one drain function; each
-// claims the next few tasks, runs them, and claims again until the list is
-// empty. While many tasks remain a claim takes several, so that a storm of
-// short tasks does not pay one contended atomic operation per task; as the
-// list empties claims shrink to one task, so that no task waits behind a
-// slow one for long. The lists are recycled: dispatching costs no
-// allocation once the dispatcher is warm.
+// A dispatch is one list of due tasks and a claim cursor, drained by drain
+// functions running on the executor: each claims the next tasks, runs
+// them, and claims again until none is left. A dispatch starts a few drain
+// functions, twice as many as the machine has processors, which is enough
+// for short tasks; while tasks of a list wait unclaimed behind slow ones,
+// Grow, which the dispatching goroutine calls every millisecond or so,
+// doubles its drain functions, up to the executor's size, so that slow
+// tasks start within milliseconds whatever their number. A drain function claims one task
+// at a time while tasks take long, and doubles its claim, up to
+// maxClaim, while they are short, so that a storm of short tasks does not
+// pay a contended atomic operation per task, and a slow task holds up at
+// most the short tasks claimed with it.
 package dispatch
 
 import (
@@ -20,6 +24,7 @@ import (
 	"runtime"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Executor runs functions; pool.Executor satisfies it.
@@ -48,13 +53,22 @@ type Config[T any] struct {
 const maxKeptTasks = 1 << 14
 
 // maxKeptLists bounds how many emptied lists a dispatcher keeps for reuse.
-const maxKeptLists = 4
+const maxKeptLists = 2
 
-// claimsPerDrainer sets how large a claim is: the unclaimed tasks divided
-// by this many claims per drain function. Large enough that a claim holds
-// a small share of the work, small enough that a storm of short tasks is
-// claimed in runs.
-const claimsPerDrainer = 4
+// maxClaim bounds how many tasks a drain function claims at once.
+const maxClaim = 64
+
+// shortTask is how long a task may take, on average over a claim, for the
+// next claim to double.
+const shortTask = 20 * time.Microsecond
+
+// startDrainersPerCPU is how many drain functions per processor a dispatch
+// starts with.
+const startDrainersPerCPU = 2
+
+// GrowInterval is how often the dispatching goroutine should call Grow
+// while Waiting reports tasks waiting for a drain function.
+const GrowInterval = time.Millisecond
 
 // Dispatcher runs due tasks on an executor and tracks them until they
 // return. Dispatch may be called from one goroutine at a time; the other
@@ -68,6 +82,8 @@ type Dispatcher[T any] struct {
 
 	mu   sync.Mutex
 	free [][]T // emptied task lists, for the caller's next batches
+
+	waiting []*list[T] // lists that had unclaimed tasks; the dispatching goroutine's
 }
 
 // New returns a dispatcher configured by cfg.
@@ -83,13 +99,13 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
 
 // Dispatch runs tasks: inline, in order, before it returns; or on the
-// executor, started together up to Parallelism at a time. It takes the
-// slice and returns an empty one, with capacity once the dispatcher is
-// warm, for the caller's next batch: tasks are never copied, and a
-// dispatch costs two small allocations whatever its size.
-func (d *Dispatcher[T]) Dispatch(tasks []T) (spare []T) {
+// executor, started together up to Parallelism at a time. It copies the
+// tasks, into a list recycled from an earlier dispatch when one is free,
+// and clears the slice, which the caller may reuse at once: a dispatch
+// costs two small allocations whatever its size.
+func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	if len(tasks) == 0 {
-		return tasks
+		return
 	}
 	d.inflight.Add(int64(len(tasks)))
 	if d.Inline() {
@@ -99,24 +115,61 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) (spare []T) {
 			tasks[i] = zero
 		}
 		d.finish(int64(len(tasks)))
-		return keep(tasks[:0])
+		return
 	}
 	// A list is never reused, only its slice: an executor that runs a
 	// drain function twice, or late, finds the cursor at the end.
-	l := &list[T]{d: d, tasks: tasks, drainers: min(len(tasks), d.cfg.Parallelism)}
-	drain := func() { drainMarked(l) }
-	for range l.drainers {
-		d.execute(drain)
-	}
-	return d.spare()
+	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
+	clear(tasks)
+	l.drain = func() { drainMarked(l) }
+	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
+	d.waiting = append(d.waiting, l)
 }
 
-// execute hands one drain function to the executor, or, if it refuses or
-// panics, runs it on a goroutine of its own.
-func (d *Dispatcher[T]) execute(drain func()) {
-	if err := safeExecute(d.cfg.Executor, drain); err != nil {
-		d.cfg.Refused(err)
-		go drain()
+// Grow doubles, up to the executor's size, the drain functions of each
+// dispatch whose tasks wait: some are unclaimed, and fewer were claimed
+// since the last Grow than it has drain functions, which are then held by
+// slow tasks; drain functions that keep claiming short tasks gain nothing
+// from company. It reports whether any dispatch has tasks unclaimed. The
+// dispatching goroutine calls it, every GrowInterval while it reports true.
+func (d *Dispatcher[T]) Grow() (waiting bool) {
+	kept := d.waiting[:0]
+	for _, l := range d.waiting {
+		next := l.next.Load()
+		unclaimed := int64(len(l.tasks)) - next
+		if unclaimed <= 0 {
+			continue
+		}
+		claimed := next - l.claimedAtGrow
+		l.claimedAtGrow = next
+		if !l.seen { // dispatched since the last Grow: give it time to start
+			l.seen = true
+		} else if started := l.drainers.Load(); claimed < started {
+			l.start(int(min(started, int64(d.cfg.Parallelism)-started, unclaimed)))
+		}
+		kept = append(kept, l)
+	}
+	clear(d.waiting[len(kept):])
+	d.waiting = kept
+	return len(kept) > 0
+}
+
+// Waiting reports whether a dispatch had tasks unclaimed at the last Grow
+// or Dispatch.
+func (d *Dispatcher[T]) Waiting() bool { return len(d.waiting) > 0 }
+
+// start hands n more drain functions of l to the executor; one it refuses,
+// or panics on, runs on a goroutine of its own.
+func (l *list[T]) start(n int) {
+	if n <= 0 {
+		return
+	}
+	l.drainers.Add(int64(n))
+	for range n {
+		if err := safeExecute(l.d.cfg.Executor, l.drain); err != nil {
+			l.d.cfg.Refused(err)
+			go l.drain()
+		}
 	}
 }
 
@@ -129,18 +182,20 @@ func safeExecute(e Executor, f func()) (err error) {
 	return e.Execute(f)
 }
 
-// spare returns an emptied list for the caller to fill, or nil.
-func (d *Dispatcher[T]) spare() []T {
+// spare returns an empty slice with room for n tasks: a recycled one if
+// one is large enough.
+func (d *Dispatcher[T]) spare(n int) []T {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	n := len(d.free)
-	if n == 0 {
-		return nil
+	for i, s := range d.free {
+		if cap(s) >= n {
+			last := len(d.free) - 1
+			d.free[i], d.free[last] = d.free[last], nil
+			d.free = d.free[:last]
+			return s
+		}
 	}
-	s := d.free[n-1]
-	d.free[n-1] = nil
-	d.free = d.free[:n-1]
-	return s
+	return make([]T, 0, n)
 }
 
 // recycle keeps an emptied list for reuse.
@@ -187,29 +242,43 @@ func (d *Dispatcher[T]) signalIdle() { d.idleOnce.Do(func() { close(d.idle) }) }
 type list[T any] struct {
 	d        *Dispatcher[T]
 	tasks    []T
-	drainers int
+	drain    func() // drainMarked(l), made once: a closure allocates
+	drainers atomic.Int64
 	next     atomic.Int64 // index of the first unclaimed task
 	finished atomic.Int64 // tasks that have returned
+
+	// The dispatching goroutine's: whether a Grow has seen the list, and
+	// the cursor then.
+	seen          bool
+	claimedAtGrow int64
 }
 
-// drain claims and runs tasks until none is left to claim.
-func (l *list[T]) drain() {
+// run claims and runs tasks until none is left to claim: one at a time,
+// twice as many each time the last claim's tasks were short.
+func (l *list[T]) run() {
 	n := int64(len(l.tasks))
 	ran := int64(0)
+	claim := int64(1)
+	began := monotonic()
 	for {
-		left := n - l.next.Load()
-		if left <= 0 {
+		first := l.next.Add(claim) - claim
+		if first >= n {
 			break
 		}
-		size := max(left/int64(l.drainers*claimsPerDrainer), 1)
-		first := l.next.Add(size) - size
-		last := min(first+size, n)
+		last := min(first+claim, n)
 		for i := first; i < last; i++ {
 			l.d.cfg.Run(l.tasks[i])
 			var zero T
 			l.tasks[i] = zero // let it be collected; this index is ours alone
 		}
-		ran += max(last-first, 0)
+		ran += last - first
+		ended := monotonic()
+		if ended-began < int64(shortTask)*(last-first) {
+			claim = min(2*claim, maxClaim)
+		} else {
+			claim = 1
+		}
+		began = ended
 	}
 	if ran == 0 {
 		return
@@ -222,6 +291,12 @@ func (l *list[T]) drain() {
 	l.d.finish(ran)
 }
 
+// origin is the reference of monotonic.
+var origin = time.Now()
+
+// monotonic returns the nanoseconds since origin, on the monotonic clock.
+func monotonic() int64 { return int64(time.Since(origin)) }
+
 // keep returns s, or nil if its capacity is too large to keep.
 func keep[T any](s []T) []T {
 	if cap(s) > maxKeptTasks {
@@ -230,15 +305,15 @@ func keep[T any](s []T) []T {
 	return s
 }
 
-// drainer is what drainMarked runs; an interface keeps the marker a single,
+// runner is what drainMarked runs; an interface keeps the marker a single,
 // non-generic function whose frame CalledFromTask recognises.
-type drainer interface{ drain() }
+type runner interface{ run() }
 
-// drainMarked runs a drain function: every task run on an executor runs
+// drainMarked is a drain function: every task run on an executor runs
 // beneath it.
 //
 //go:noinline
-func drainMarked(d drainer) { d.drain() }
+func drainMarked(r runner) { r.run() }
 
 // drainEntry is the entry address of drainMarked.
 var drainEntry = reflect.ValueOf(drainMarked).Pointer()

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
@@ -27,8 +28,13 @@ func (g *Engine[L]) run() {
 		g.wakeAt = next
 		g.mu.Unlock()
 
-		// The dispatcher takes the slice and returns an empty one.
-		g.due = g.dispatcher.Dispatch(due)
+		// The dispatcher copies the tasks: the slice is reused.
+		g.dispatcher.Dispatch(due)
+		g.due = due[:0]
+		if g.dispatcher.Grow() {
+			// Tasks wait for a pool goroutine: grow the dispatch soon.
+			next = min(next, g.now()+int64(dispatch.GrowInterval))
+		}
 		g.sleepUntil(sleep, next)
 	}
 }
