@@ -7,13 +7,14 @@ MODULES       := . benchmarks
 FUZZTIME      ?= 30s
 SOAK_DURATION ?= 3m
 
-.PHONY: all test lint unit bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick
+.PHONY: all test lint unit unit-gomaxprocs bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick
 
 all: test
 
 ## test: everything CI runs: vet, staticcheck, race tests of every module,
-## short fuzzing, a short soak and the quick benchmark matrix.
-test: lint unit fuzz-quick soak-quick bench-quick
+## the timer's tests again at another GOMAXPROCS, short fuzzing, a short
+## soak and the quick benchmark matrix.
+test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick
 
 lint:
 	@for m in $(MODULES); do \
@@ -29,6 +30,13 @@ unit:
 		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; \
 	done
 
+## unit-gomaxprocs: the timer's tests at a GOMAXPROCS unlike the machine's,
+## so that no test depends on the number of cores.
+unit-gomaxprocs:
+	@procs=8; [ "$$(nproc)" = 8 ] && procs=3; \
+	echo "== go test -race ./hashedwheel at GOMAXPROCS=$$procs"; \
+	GOMAXPROCS=$$procs $(GO) test -race -count=1 -timeout 10m ./hashedwheel
+
 ## bench: the core's Go benchmarks beside time.AfterFunc, then the whole
 ## comparison matrix, which rewrites docs/benchmarks.md and the charts.
 bench: bench-core
@@ -36,13 +44,16 @@ bench: bench-core
 
 ## bench-core: the core's Go benchmarks; ratios to time.AfterFunc from the same run.
 bench-core:
-	$(GO) test -run '^$$' -bench 'NewTimeoutCancel' -benchmem -count 5 ./hashedwheel
-	$(GO) test -run '^$$' -bench 'Storm|Memory|Idle' -benchtime 5x -count 1 ./hashedwheel
+	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel' -benchmem -count 5 ./hashedwheel
+	$(GO) test -run '^$$' -bench 'ExpiryStorm$$|AfterFuncStorm|SlowTasks|Memory' -benchtime 5x -count 1 ./hashedwheel
+	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x -count 1 ./hashedwheel
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./mpsc
 
-## bench-quick: a reduced matrix in under a minute, written to a scratch dir.
+## bench-quick: a reduced matrix in under a minute, written to a scratch
+## directory that is removed afterwards.
 bench-quick:
-	cd benchmarks && $(GO) run ./cmd/report -quick -out $$(mktemp -d)
+	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
+	cd benchmarks && $(GO) run ./cmd/report -quick -out "$$dir"
 
 ## cover: unit tests with a coverage report in coverage.html.
 cover:

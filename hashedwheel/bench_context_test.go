@@ -34,39 +34,36 @@ func contextWithTimeoutNs(parent context.Context, n int, parallel bool) float64 
 // BenchmarkWithTimeoutCancel makes a wheel context on a cancellable parent,
 // as a server's request context is, and cancels it before its deadline,
 // beside context.WithTimeout in the same run ("x-WithTimeout").
-func BenchmarkWithTimeoutCancel(b *testing.B) {
+func BenchmarkWithTimeoutCancel(b *testing.B) { benchWithTimeoutCancel(b, false) }
+
+// BenchmarkWithTimeoutCancelParallel is the same on every P at once.
+func BenchmarkWithTimeoutCancelParallel(b *testing.B) { benchWithTimeoutCancel(b, true) }
+
+// benchWithTimeoutCancel makes and cancels a wheel context b.N times, on
+// every P if parallel, and reports the ratio to context.WithTimeout.
+func benchWithTimeoutCancel(b *testing.B, parallel bool) {
 	h := startTimer(b)
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
 	b.ReportAllocs()
 	b.ResetTimer()
-	for range b.N {
-		_, cancel := h.WithTimeout(parent, benchDelay)
-		cancel()
+	if parallel {
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				_, cancel := h.WithTimeout(parent, benchDelay)
+				cancel()
+			}
+		})
+	} else {
+		for range b.N {
+			_, cancel := h.WithTimeout(parent, benchDelay)
+			cancel()
+		}
 	}
 	b.StopTimer()
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	runtime.GC()
-	b.ReportMetric(ns/contextWithTimeoutNs(parent, b.N, false), "x-WithTimeout")
-}
-
-// BenchmarkWithTimeoutCancelParallel is the same on every P at once.
-func BenchmarkWithTimeoutCancelParallel(b *testing.B) {
-	h := startTimer(b)
-	parent, cancelParent := context.WithCancel(context.Background())
-	defer cancelParent()
-	b.ReportAllocs()
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			_, cancel := h.WithTimeout(parent, benchDelay)
-			cancel()
-		}
-	})
-	b.StopTimer()
-	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
-	runtime.GC()
-	b.ReportMetric(ns/contextWithTimeoutNs(parent, b.N, true), "x-WithTimeout")
+	b.ReportMetric(ns/contextWithTimeoutNs(parent, b.N, parallel), "x-WithTimeout")
 }
 
 // BenchmarkWithTimeoutCancelLive is BenchmarkWithTimeoutCancel with a

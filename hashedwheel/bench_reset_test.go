@@ -5,6 +5,9 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // timerResetNs measures time.Timer.Reset pushing a pending timer's
@@ -45,9 +48,7 @@ func timerResetNs(n int, parallel bool) float64 {
 func BenchmarkResetLater(b *testing.B) {
 	h := startTimer(b)
 	to, err := h.AfterFunc(benchDelay, noop)
-	if err != nil {
-		b.Fatal(err)
-	}
+	require.NoError(b, err)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
@@ -72,8 +73,7 @@ func BenchmarkResetLaterParallel(b *testing.B) {
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		to, err := h.AfterFunc(benchDelay, noop)
-		if err != nil {
-			b.Error(err)
+		if !assert.NoError(b, err) { // a goroutine of RunParallel: no require
 			return
 		}
 		for pb.Next() {

@@ -3,9 +3,10 @@ package hashedwheel
 import (
 	"runtime"
 	"slices"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // BenchmarkSlowTasksDueTogether schedules 1000 timeouts due in the same
@@ -14,25 +15,18 @@ import (
 // and reports when the tasks start after their deadline, median and
 // latest, beside time.AfterFunc in the same run.
 func BenchmarkSlowTasksDueTogether(b *testing.B) {
-	const n, work, delay = 1000, 10 * time.Millisecond, 50 * time.Millisecond
+	const n = slowTasks
 	var wheelP50, wheelMax, rtP50, rtMax []time.Duration
 	for range b.N {
-		h := startTimer(b, WithTickDuration(5*time.Millisecond))
-		late := startLateness(n, work, func(run func(due time.Time)) {
-			task := TaskFunc(func(to Timeout) { run(to.Deadline()) })
-			for range n {
-				if _, err := h.NewTimeout(task, delay); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
+		h := startTimer(b, WithTickDuration(slowTick))
+		late := slowTasksLate(b, h)
 		h.Stop()
 		wheelP50, wheelMax = append(wheelP50, late[n/2]), append(wheelMax, late[n-1])
 
-		late = startLateness(n, work, func(run func(due time.Time)) {
+		late = startLateness(n, slowWork, func(run func(due time.Time)) {
 			for range n {
-				due := time.Now().Add(delay)
-				time.AfterFunc(delay, func() { run(due) })
+				due := time.Now().Add(slowDelay)
+				time.AfterFunc(slowDelay, func() { run(due) })
 			}
 		})
 		rtP50, rtMax = append(rtP50, late[n/2]), append(rtMax, late[n-1])
@@ -47,33 +41,12 @@ func BenchmarkSlowTasksDueTogether(b *testing.B) {
 	b.ReportMetric(ms(rtMax), "AfterFunc-max-start-late-ms")
 }
 
-// startLateness runs schedule, whose tasks call run with their deadline,
-// waits for the n tasks, each of which works for work, and returns how
-// late each started, sorted.
-func startLateness(n int, work time.Duration, schedule func(run func(due time.Time))) []time.Duration {
-	var mu sync.Mutex
-	late := make([]time.Duration, 0, n)
-	var wg sync.WaitGroup
-	wg.Add(n)
-	schedule(func(due time.Time) {
-		l := time.Since(due)
-		mu.Lock()
-		late = append(late, l)
-		mu.Unlock()
-		time.Sleep(work)
-		wg.Done()
-	})
-	wg.Wait()
-	slices.Sort(late)
-	return late
-}
-
 // heapNode makes a pointerful live heap of about 128 MB, as a server holds:
 // a million small nodes, each pointing at the next, which the garbage
 // collector must mark in every cycle.
 type heapNode struct {
-	next    *heapNode
-	payload [14]*int
+	next *heapNode
+	_    [14]*int // nil pointers the collector scans too
 }
 
 // BenchmarkExpiryStormLargeHeap is BenchmarkExpiryStorm in a process that
@@ -93,13 +66,13 @@ func BenchmarkExpiryStormLargeHeap(b *testing.B) {
 		for k := range storms {
 			h := startTimer(b, WithTickDuration(time.Millisecond))
 			s := newStorm(stormSize)
-			for j := range stormSize {
-				if _, err := h.NewTimeout(TaskFunc(func(to Timeout) {
+			var err error
+			for j := 0; j < stormSize && err == nil; j++ {
+				_, err = h.NewTimeout(TaskFunc(func(to Timeout) {
 					s.record(j, time.Since(to.Deadline()))
-				}), stormDelay); err != nil {
-					b.Fatal(err)
-				}
+				}), stormDelay)
 			}
+			require.NoError(b, err)
 			<-s.done
 			h.Stop()
 			slices.Sort(s.late)

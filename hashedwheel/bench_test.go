@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 )
 
 // The benchmarks measure the wheel beside time.AfterFunc in the same run
@@ -19,8 +21,6 @@ import (
 const benchDelay = time.Hour
 
 func noop() {}
-
-var noopTask = TaskFunc(func(Timeout) {})
 
 // afterFuncStopNs measures time.AfterFunc+Stop, serially or on every P, and
 // returns ns per pair.
@@ -98,11 +98,11 @@ func newTimeoutCancelNs(h *HashedWheelTimer, n int) float64 {
 func BenchmarkNewTimeoutCancelPending(b *testing.B) {
 	const pending = 1_000_000
 	h := startTimer(b)
-	for i := 0; i < pending; i++ {
-		if _, err := h.NewTimeout(noopTask, benchDelay+time.Duration(i)*time.Millisecond); err != nil {
-			b.Fatal(err)
-		}
+	var err error
+	for i := 0; i < pending && err == nil; i++ {
+		_, err = h.NewTimeout(noopTask, benchDelay+time.Duration(i)*time.Millisecond)
 	}
+	require.NoError(b, err)
 	runtimeTimers := make([]*time.Timer, pending)
 	for i := range runtimeTimers {
 		runtimeTimers[i] = time.AfterFunc(benchDelay+time.Duration(i)*time.Millisecond, noop)
@@ -133,14 +133,15 @@ func BenchmarkMemoryPerPending(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		h, fake := newFakeTimer(b)
 		base := heapInUse()
-		for j := 0; j < pending; j++ {
-			if _, err := h.NewTimeout(noopTask, benchDelay); err != nil {
-				b.Fatal(err)
-			}
+		var err error
+		for j := 0; j < pending && err == nil; j++ {
+			_, err = h.NewTimeout(noopTask, benchDelay)
 		}
-		// Let the worker move them from the intake queues into the wheel,
-		// whose memory is what stays.
-		for h.Stats().Ticks < pending/maxTransfersPerTick+1 {
+		require.NoError(b, err)
+		// Let the worker move them from the intake stacks into the wheel,
+		// whose memory is what stays; the fake clock's Settle orders the
+		// worker's writes before this read.
+		for h.worker.wheel.size < pending {
 			advance(fake, testTick)
 		}
 		wheelBytes := float64(heapInUse()-base) / pending
@@ -158,14 +159,6 @@ func BenchmarkMemoryPerPending(b *testing.B) {
 		b.ReportMetric(wheelBytes, "B/pending")
 		b.ReportMetric(runtimeBytes, "AfterFunc-B/pending")
 	}
-}
-
-func heapInUse() uint64 {
-	runtime.GC()
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }
 
 // storm records the firing lateness of an expiry storm. Each timeout gets
@@ -198,9 +191,7 @@ type stormResults struct {
 func (r *stormResults) add(b *testing.B, scheduling time.Duration, s *storm) {
 	late := s.late
 	slices.Sort(late)
-	if late[0] < 0 {
-		b.Fatalf("a timeout fired %v early", -late[0])
-	}
+	require.GreaterOrEqual(b, late[0], time.Duration(0), "a timeout fired %v early", -late[0])
 	n := len(late)
 	r.schedule = append(r.schedule, scheduling)
 	r.p50 = append(r.p50, late[n/2])
@@ -238,15 +229,14 @@ func BenchmarkExpiryStorm(b *testing.B) {
 		s := newStorm(stormSize)
 		runtime.GC()
 		start := time.Now()
-		for j := 0; j < stormSize; j++ {
-			_, err := h.NewTimeout(TaskFunc(func(to Timeout) {
+		var err error
+		for j := 0; j < stormSize && err == nil; j++ {
+			_, err = h.NewTimeout(TaskFunc(func(to Timeout) {
 				s.record(j, time.Since(to.Deadline()))
 			}), stormDelay)
-			if err != nil {
-				b.Fatal(err)
-			}
 		}
 		scheduling := time.Since(start)
+		require.NoError(b, err)
 		<-s.done
 		h.Stop()
 		results.add(b, scheduling, s)
@@ -286,9 +276,8 @@ func BenchmarkIdle(b *testing.B) {
 		debug.FreeOSMemory()
 		h := startTimer(b, WithTickDuration(time.Millisecond))
 		fired := make(chan struct{})
-		if _, err := h.AfterFunc(0, func() { close(fired) }); err != nil {
-			b.Fatal(err)
-		}
+		_, err := h.AfterFunc(0, func() { close(fired) })
+		require.NoError(b, err)
 		<-fired
 		time.Sleep(2 * lingerTime) // past the worker's linger after activity
 		ticks := h.Stats().Ticks

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -9,10 +10,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -27,68 +30,33 @@ import (
 // with a frozen fake clock. Forward jumps of the monotonic clock itself
 // (a suspended machine resuming) make due timeouts fire late, never early.
 
-// clkNewTimer returns a started timer on the clock c, with
-// tasks run inline, stopped when the test ends.
-func clkNewTimer(tb testing.TB, c clock.Clock, opts ...Option) *HashedWheelTimer {
-	tb.Helper()
-	return startTimer(tb, append([]Option{WithExecutor(pool.Inline), WithLogger(modelDiscardLogger()), withClock(c)}, opts...)...)
-}
-
-// clkRecorder counts the runs of a task and the fake clock at each.
-type clkRecorder struct {
-	fake *clock.Fake
-	mu   sync.Mutex
-	at   []int64
-}
-
-func (r *clkRecorder) Run(Timeout) {
-	r.mu.Lock()
-	r.at = append(r.at, r.fake.Now())
-	r.mu.Unlock()
-}
-
-func (r *clkRecorder) runs() []int64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]int64(nil), r.at...)
-}
-
 // TestClockNothingMovesWithoutTheInjectedClock lets real time pass while
 // the fake clock stands still: no tick is processed and nothing fires, so
 // the worker takes time from the injected clock alone. Then the fake clock
 // alone fires the timeout, at the end of the tick that covers its deadline.
 func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 	fake := clock.NewFake(5 * time.Second)
-	h := clkNewTimer(t, fake, WithTickDuration(time.Millisecond))
-	rec := &clkRecorder{fake: fake}
+	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(time.Millisecond))
+	rec := &runRecorder{now: fake.Now}
 	start := fake.Now()
-	if _, err := h.NewTimeout(rec, time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustSchedule(t, h, rec, time.Millisecond)
 	fake.Settle()
 	// Real time is the subject here: 50 ticks' worth of it pass.
 	time.Sleep(50 * time.Millisecond)
 	fake.Settle()
-	if s := h.Stats(); s.Ticks != 0 || len(rec.runs()) != 0 || s.Pending != 1 {
-		t.Fatalf("after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
-	}
-	if got := fake.SleepingUntil(); got != start+int64(time.Millisecond) {
-		t.Fatalf("the worker sleeps until %d, want the end of tick 0 on the fake clock, %d", got, start+int64(time.Millisecond))
-	}
+	s := h.Stats()
+	require.True(t, s.Ticks == 0 && len(rec.runs()) == 0 && s.Pending == 1,
+		"after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
+	require.Equal(t, start+int64(time.Millisecond), fake.SleepingUntil(),
+		"the worker sleeps until the end of tick 0 on the fake clock")
 	// The deadline, 1ms, is the end of tick 0, so it is covered by tick 1.
 	fake.Advance(time.Millisecond)
 	fake.Settle()
-	if n := len(rec.runs()); n != 0 {
-		t.Fatalf("fired at 1ms, on its deadline but before the end of the tick covering it")
-	}
+	require.Empty(t, rec.runs(), "fired at 1ms, on its deadline but before the end of the tick covering it")
 	fake.Advance(time.Millisecond)
 	fake.Settle()
-	if runs := rec.runs(); len(runs) != 1 || runs[0] != start+int64(2*time.Millisecond) {
-		t.Fatalf("runs at %v, want one at start+2ms", runs)
-	}
-	if s := h.Stats(); s.Ticks != 1 {
-		t.Fatalf("%d ticks processed, want 1: tick 0 held nothing due", s.Ticks)
-	}
+	require.Equal(t, []int64{start + int64(2*time.Millisecond)}, rec.runs(), "one run, at start+2ms")
+	require.Equal(t, uint64(1), h.Stats().Ticks, "ticks processed: tick 0 held nothing due")
 }
 
 // TestClockWorkerReadsOnlyTheInjectedClock checks the source of the
@@ -101,9 +69,7 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 	forbidden := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
 		"AfterFunc": true, "NewTimer": true, "NewTicker": true, "Tick": true}
 	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	fset := token.NewFileSet()
 	var calls, startTimeUses []string
 	for _, name := range files {
@@ -111,13 +77,9 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 			continue
 		}
 		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		f, err := parser.ParseFile(fset, name, src, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+		require.NoError(t, err)
 		for _, decl := range f.Decls {
 			fn, ok := decl.(*ast.FuncDecl)
 			if !ok {
@@ -140,13 +102,9 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 		}
 	}
 	sort.Strings(calls)
-	if got, want := strings.Join(calls, ", "), "Start: time.Now"; got != want {
-		t.Errorf("wall-clock and runtime-timer calls in the package: %q, want only %q", got, want)
-	}
+	assert.Equal(t, "Start: time.Now", strings.Join(calls, ", "), "wall-clock and runtime-timer calls in the package")
 	sort.Strings(startTimeUses)
-	if got, want := strings.Join(startTimeUses, ", "), "Deadline, Start"; got != want {
-		t.Errorf("functions using startTime: %q, want only %q", got, want)
-	}
+	assert.Equal(t, "Deadline, Start", strings.Join(startTimeUses, ", "), "functions using startTime")
 }
 
 // TestClockForwardJumpFiresDueTimeoutsOnly jumps the monotonic clock ten
@@ -157,15 +115,13 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 	fake := clock.NewFake(0)
 	tick := 10 * time.Millisecond
-	h := clkNewTimer(t, fake, WithTickDuration(tick), WithTicksPerWheel(64))
+	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick), WithTicksPerWheel(64))
 	delays := []time.Duration{0, time.Millisecond, time.Second, time.Minute, 10*time.Minute - tick - 1,
 		10*time.Minute - tick, 10 * time.Minute, time.Hour}
-	recs := make([]*clkRecorder, len(delays))
+	recs := make([]*runRecorder, len(delays))
 	for i, d := range delays {
-		recs[i] = &clkRecorder{fake: fake}
-		if _, err := h.NewTimeout(recs[i], d); err != nil {
-			t.Fatal(err)
-		}
+		recs[i] = &runRecorder{now: fake.Now}
+		mustSchedule(t, h, recs[i], d)
 	}
 	fake.Settle()
 	fake.Advance(10 * time.Minute)
@@ -173,12 +129,10 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 	for i, d := range delays {
 		// Due if the tick covering it ended by 10 minutes.
 		due := (int64(d)/int64(tick)+1)*int64(tick) <= int64(10*time.Minute)
-		runs := recs[i].runs()
-		switch {
-		case due && (len(runs) != 1 || runs[0] != int64(10*time.Minute)):
-			t.Errorf("delay %v: runs %v, want one at the jump's end", d, runs)
-		case !due && len(runs) != 0:
-			t.Errorf("delay %v: ran at %v, before its deadline", d, runs)
+		if due {
+			assert.Equal(t, []int64{int64(10 * time.Minute)}, recs[i].runs(), "delay %v: one run, at the jump's end", d)
+		} else {
+			assert.Empty(t, recs[i].runs(), "delay %v: ran before its deadline", d)
 		}
 	}
 	s := h.Stats()
@@ -188,15 +142,10 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 			dueTicks[tk] = true
 		}
 	}
-	if want := uint64(len(dueTicks)); s.Ticks != want {
-		t.Errorf("%d ticks processed, want the %d missed ticks with something due", s.Ticks, want)
-	}
-	if s.MaxTickLag < 10*time.Minute-2*tick {
-		t.Errorf("MaxTickLag %v after a 10-minute jump", s.MaxTickLag)
-	}
-	if s.Pending != 2 || s.Expired != uint64(len(delays)-2) {
-		t.Errorf("pending %d, expired %d; want 2 and %d", s.Pending, s.Expired, len(delays)-2)
-	}
+	assert.Equal(t, uint64(len(dueTicks)), s.Ticks, "ticks processed: the missed ticks with something due")
+	assert.GreaterOrEqual(t, s.MaxTickLag, 10*time.Minute-2*tick, "MaxTickLag after a 10-minute jump")
+	assert.Equal(t, int64(2), s.Pending)
+	assert.Equal(t, uint64(len(delays)-2), s.Expired)
 }
 
 // TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt lets an hour pass on an
@@ -205,31 +154,23 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 func TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt(t *testing.T) {
 	fake := clock.NewFake(0)
 	tick := 10 * time.Millisecond
-	h := clkNewTimer(t, fake, WithTickDuration(tick))
+	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick))
 	fake.Settle()
 	fake.Advance(time.Hour + 3*time.Millisecond)
 	fake.Settle()
-	rec := &clkRecorder{fake: fake}
-	if _, err := h.NewTimeout(rec, 25*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	rec := &runRecorder{now: fake.Now}
+	mustSchedule(t, h, rec, 25*time.Millisecond)
 	fake.Settle()
 	// Deadline 1h+28ms: covered by the tick ending at 1h+30ms.
 	for _, step := range []time.Duration{7 * time.Millisecond, 10 * time.Millisecond} {
 		fake.Advance(step)
 		fake.Settle()
-		if n := len(rec.runs()); n != 0 {
-			t.Fatalf("fired at %v, before its deadline 1h0m0.028s", time.Duration(fake.Now()))
-		}
+		require.Empty(t, rec.runs(), "fired at %v, before its deadline 1h0m0.028s", time.Duration(fake.Now()))
 	}
 	fake.Advance(tick)
 	fake.Settle()
-	if runs := rec.runs(); len(runs) != 1 || runs[0] != int64(time.Hour+30*time.Millisecond) {
-		t.Fatalf("runs at %v, want one at 1h0m0.03s", runs)
-	}
-	if s := h.Stats(); s.Ticks > 4 {
-		t.Fatalf("%d ticks processed: the idle hour was replayed", s.Ticks)
-	}
+	require.Equal(t, []int64{int64(time.Hour + 30*time.Millisecond)}, rec.runs(), "one run, at 1h0m0.03s")
+	require.LessOrEqual(t, h.Stats().Ticks, uint64(4), "ticks processed: the idle hour was replayed")
 }
 
 // TestClockMaxDelayClampsAndNeverFires schedules delays at the int64
@@ -242,37 +183,28 @@ func TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt(t *testing.T) {
 func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 	fake := clock.NewFake(0)
 	day := 24 * time.Hour
-	h := clkNewTimer(t, fake, WithTickDuration(day), WithTicksPerWheel(8))
-	rec := &clkRecorder{fake: fake}
+	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(day), WithTicksPerWheel(8))
+	rec := &runRecorder{now: fake.Now}
 	var pending []Timeout
 	schedule := func(delay time.Duration) Timeout {
-		to, err := h.NewTimeout(rec, delay)
-		if err != nil {
-			t.Fatal(err)
-		}
+		to := mustSchedule(t, h, rec, delay)
 		fake.Settle()
 		return to
 	}
 	endOfTime := h.startTime.Add(math.MaxInt64)
-	if endOfTime.Year() < 2250 || !endOfTime.After(time.Now().Add(290*365*day)) {
-		t.Fatalf("start+MaxInt64 is %v", endOfTime)
-	}
+	require.True(t, endOfTime.Year() >= 2250 && endOfTime.After(time.Now().Add(290*365*day)), "start+MaxInt64 is %v", endOfTime)
 	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - 100} {
 		to := schedule(d)
-		if want := h.startTime.Add(time.Duration(modelDeadline(0, d))); !to.Deadline().Equal(want) {
-			t.Fatalf("delay %d: Deadline() %v, want %v", d, to.Deadline(), want)
-		}
+		want := h.startTime.Add(time.Duration(modelDeadline(0, d)))
+		require.True(t, to.Deadline().Equal(want), "delay %d: Deadline() %v, want %v", d, to.Deadline(), want)
 		pending = append(pending, to)
 	}
 	past := schedule(math.MinInt64)
-	if !past.Deadline().Equal(h.startTime) {
-		t.Fatalf("delay MinInt64: Deadline() %v, want the call's time, the start %v", past.Deadline(), h.startTime)
-	}
+	require.True(t, past.Deadline().Equal(h.startTime),
+		"delay MinInt64: Deadline() %v, want the call's time, the start %v", past.Deadline(), h.startTime)
 	fake.Advance(day)
 	fake.Settle()
-	if !past.IsExpired() || len(rec.runs()) != 1 {
-		t.Fatalf("delay MinInt64 did not fire on the next tick (runs %v)", rec.runs())
-	}
+	require.True(t, past.IsExpired() && len(rec.runs()) == 1, "delay MinInt64 did not fire on the next tick (runs %v)", rec.runs())
 
 	const years = 200
 	for y := 0; y < years; y++ {
@@ -282,27 +214,17 @@ func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 	// Now the clock plus the delay overflows: both clamp to the limit.
 	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Duration(fake.Now()) + 1} {
 		to := schedule(d)
-		if !to.Deadline().Equal(endOfTime) {
-			t.Fatalf("delay %d after %d years: Deadline() %v, want the clamp %v", d, years, to.Deadline(), endOfTime)
-		}
+		require.True(t, to.Deadline().Equal(endOfTime),
+			"delay %d after %d years: Deadline() %v, want the clamp %v", d, years, to.Deadline(), endOfTime)
 		pending = append(pending, to)
 	}
 	fake.Advance(30 * day)
 	fake.Settle()
-	if runs := rec.runs(); len(runs) != 1 {
-		t.Fatalf("%d runs; only the MinInt64 delay may have fired", len(runs))
-	}
-	if p := h.PendingTimeouts(); p != int64(len(pending)) {
-		t.Fatalf("PendingTimeouts %d, want %d", p, len(pending))
-	}
-	res := h.Stop()
-	if len(res) != len(pending) {
-		t.Fatalf("Stop returned %d timeouts, want %d", len(res), len(pending))
-	}
+	require.Len(t, rec.runs(), 1, "only the MinInt64 delay may have fired")
+	require.Equal(t, int64(len(pending)), h.PendingTimeouts())
+	require.Len(t, h.Stop(), len(pending), "Stop's result")
 	for _, to := range pending {
-		if !to.IsCancelled() || to.IsExpired() {
-			t.Fatalf("%v: not cancelled by Stop", to)
-		}
+		require.True(t, to.IsCancelled() && !to.IsExpired(), "%v: not cancelled by Stop", to)
 	}
 }
 
@@ -313,17 +235,13 @@ func TestClockHugeTickDoesNotBusyLoop(t *testing.T) {
 	for _, tick := range []time.Duration{math.MaxInt64 - 1, 1 << 62, math.MaxInt64/2 + 1} {
 		t.Run(tick.String(), func(t *testing.T) {
 			fake := clock.NewFake(1) // a real clock reads about 1µs at the start
-			h := clkNewTimer(t, fake, WithTickDuration(tick), WithTicksPerWheel(1))
+			h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick), WithTicksPerWheel(1))
 			settleWithin(t, fake, h, 2*time.Second)
-			if _, err := h.NewTimeout(TaskFunc(func(Timeout) {}), time.Hour); err != nil {
-				t.Fatal(err)
-			}
+			mustSchedule(t, h, noopTask, time.Hour)
 			settleWithin(t, fake, h, 2*time.Second)
 			fake.Advance(time.Hour)
 			settleWithin(t, fake, h, 2*time.Second)
-			if p := h.PendingTimeouts(); p != 1 {
-				t.Fatalf("pending %d", p)
-			}
+			require.Equal(t, int64(1), h.PendingTimeouts())
 		})
 	}
 }
@@ -363,21 +281,19 @@ func (s *clkGatedSleeper) Sleep(until int64) {
 func TestClockWorkerWokenLateFiresOverdueTimeoutsAtOnce(t *testing.T) {
 	c := &clkGatedClock{Fake: clock.NewFake(0), held: make(chan struct{}), release: make(chan struct{})}
 	tick := 10 * time.Millisecond
-	h := clkNewTimer(t, c, WithTickDuration(tick))
+	h := newTimerOn(t, c, WithExecutor(pool.Inline), WithTickDuration(tick))
 	c.Settle()
 	c.holding.Store(true)
-	rec := &clkRecorder{fake: c.Fake}
-	if _, err := h.NewTimeout(rec, 5*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	rec := &runRecorder{now: c.Now}
+	mustSchedule(t, h, rec, 5*time.Millisecond)
 	<-c.held // the worker has been woken and is held before reading the clock
 	c.Advance(tick)
 	close(c.release)
 	c.Settle()
 	if runs := rec.runs(); len(runs) != 1 {
-		c.Advance(tick)
+		c.Advance(tick) // to tell a late run from none in the message
 		c.Settle()
-		t.Fatalf("deadline 5ms, worker running at 10ms: runs %v by 10ms (%v by 20ms); want it to fire at 10ms",
-			runs, rec.runs())
+		require.Fail(t, fmt.Sprintf("deadline 5ms, worker running at 10ms: runs %v by 10ms (%v by 20ms); want it to fire at 10ms",
+			runs, rec.runs()))
 	}
 }

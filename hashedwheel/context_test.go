@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func within(tb testing.TB, c context.Context, bound time.Duration, what string) 
 	select {
 	case <-c.Done():
 	case <-time.After(bound):
-		tb.Fatalf("%s: not done within %v", what, bound)
+		require.Fail(tb, fmt.Sprintf("%s: not done within %v", what, bound))
 	}
 }
 
@@ -98,7 +99,7 @@ func TestContextParentCancelPropagatesAtOnce(t *testing.T) {
 	select {
 	case <-c.Done():
 	default:
-		t.Fatal("Done not closed")
+		require.Fail(t, "Done not closed")
 	}
 }
 
@@ -137,31 +138,32 @@ func TestContextDeadlineAlreadyPast(t *testing.T) {
 	select {
 	case <-c.Done():
 	default:
-		t.Fatal("not done at once")
+		require.Fail(t, "not done at once")
 	}
 	assert.Equal(t, context.DeadlineExceeded, c.Err())
 	assert.Equal(t, context.DeadlineExceeded, context.Cause(c))
 	assert.Zero(t, h.Stats().Scheduled)
 }
 
-type ctxKey struct{}
+// ctxKey is the type of the context values of these tests.
+type ctxKey string
 
 // TestContextDerivedContextsSeeTheDeadline: children made with the context
 // package see the deadline's error and cause, and values reach the parent.
 func TestContextDerivedContextsSeeTheDeadline(t *testing.T) {
 	h := contextTimer(t)
-	parent := context.WithValue(context.Background(), ctxKey{}, "request-42")
+	parent := context.WithValue(context.Background(), ctxKey("request"), "request-42")
 	cause := errors.New("slow")
 	c, cancel := h.WithTimeoutCause(parent, 10*time.Millisecond, cause)
 	defer cancel()
 	child, cancelChild := context.WithCancel(c)
 	defer cancelChild()
-	value := context.WithValue(c, "k", "v")
+	value := context.WithValue(c, ctxKey("k"), "v")
 	grandchild, cancelGrandchild := context.WithTimeout(child, time.Hour)
 	defer cancelGrandchild()
-	assert.Equal(t, "request-42", c.Value(ctxKey{}))
-	assert.Equal(t, "request-42", grandchild.Value(ctxKey{}))
-	assert.Equal(t, "v", value.Value("k"))
+	assert.Equal(t, "request-42", c.Value(ctxKey("request")))
+	assert.Equal(t, "request-42", grandchild.Value(ctxKey("request")))
+	assert.Equal(t, "v", value.Value(ctxKey("k")))
 	d, _ := grandchild.Deadline()
 	wd, _ := c.Deadline()
 	assert.Equal(t, wd, d, "a later deadline of a child gives way to the context's")
@@ -199,13 +201,13 @@ func TestContextAfterFunc(t *testing.T) {
 	c, cancel := h.WithTimeout(context.Background(), time.Hour)
 	called := make(chan struct{})
 	context.AfterFunc(c, func() { close(called) })
-	stopped := context.AfterFunc(c, func() { t.Error("a stopped AfterFunc ran") })
+	stopped := context.AfterFunc(c, func() { assert.Fail(t, "a stopped AfterFunc ran") })
 	assert.True(t, stopped())
 	cancel()
 	select {
 	case <-called:
 	case <-time.After(5 * time.Second):
-		t.Fatal("AfterFunc not called")
+		require.Fail(t, "AfterFunc not called")
 	}
 }
 
@@ -272,13 +274,9 @@ func TestContextRace(t *testing.T) {
 				case 1:
 					cancelParent(errors.New("gone"))
 				}
-				<-child.Done()
-				if err := c.Err(); err != context.Canceled && err != context.DeadlineExceeded {
-					t.Errorf("Err() = %v", err)
-				}
-				if child.Err() != c.Err() {
-					t.Errorf("child Err %v, context Err %v", child.Err(), c.Err())
-				}
+				<-child.Done() // not the test's goroutine: assert, not require
+				assert.Contains(t, []error{context.Canceled, context.DeadlineExceeded}, c.Err(), "Err()")
+				assert.Equal(t, c.Err(), child.Err(), "the child's Err")
 				cancelChild()
 				cancel()
 				cancelParent(nil)

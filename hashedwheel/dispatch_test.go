@@ -1,7 +1,6 @@
 package hashedwheel
 
 import (
-	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -19,30 +18,14 @@ import (
 // another, the last would start over a second late. Real time is the
 // subject; the bound leaves room for a loaded machine.
 func TestTasksDueTogetherStartTogether(t *testing.T) {
-	const n, work, delay = 1000, 10 * time.Millisecond, 50 * time.Millisecond
-	bound := 400 * time.Millisecond
+	const n, bound = slowTasks, 400 * time.Millisecond
 	for name, opts := range map[string][]Option{
 		"default pool":       nil,
 		"goroutine per task": {WithExecutor(goExecutor{})},
 	} {
 		t.Run(name, func(t *testing.T) {
-			h := startTimer(t, append([]Option{WithTickDuration(5 * time.Millisecond)}, opts...)...)
-			var mu sync.Mutex
-			late := make([]time.Duration, 0, n)
-			var wg sync.WaitGroup
-			wg.Add(n)
-			task := TaskFunc(func(to Timeout) {
-				mu.Lock()
-				late = append(late, time.Since(to.Deadline()))
-				mu.Unlock()
-				time.Sleep(work) // the work, not a synchronisation
-				wg.Done()
-			})
-			for range n {
-				mustSchedule(t, h, task, delay)
-			}
-			wg.Wait()
-			slices.Sort(late)
+			h := startTimer(t, append([]Option{WithTickDuration(slowTick)}, opts...)...)
+			late := slowTasksLate(t, h)
 			assert.GreaterOrEqual(t, late[0], time.Duration(0), "never before the deadline")
 			assert.Less(t, late[n-1], bound, "the last task started %v after its deadline (median %v)", late[n-1], late[n/2])
 		})
@@ -108,7 +91,7 @@ func TestStopWaitsForTasksOnAnyExecutor(t *testing.T) {
 	<-h.done
 	select {
 	case <-stopped:
-		t.Fatal("Stop returned while a task was running")
+		require.Fail(t, "Stop returned while a task was running")
 	default:
 	}
 	close(release)

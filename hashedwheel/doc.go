@@ -1,14 +1,20 @@
 // Package hashedwheel is a Go port of Netty's HashedWheelTimer: a timer for
-// very many timeouts that are mostly cancelled before they fire, such as
-// request deadlines, idle-connection checks and heartbeats.
+// very many timeouts that are mostly cancelled or pushed back before they
+// fire, such as request deadlines, idle-connection checks and heartbeats.
 //
-// One worker goroutine advances a wheel of buckets every tick. NewTimeout
-// and Cancel never take a lock and never touch the wheel: they hand the
-// timeout to the worker through lock-free stacks and queues. Each tick the
-// worker unlinks cancelled timeouts, moves new ones into their buckets, and
-// hands the due ones to an executor, by default a bounded ants goroutine
-// pool; between ticks it does the first two whenever producers have queued
-// a few thousand, so that what they cancel is released at once.
+// One worker goroutine advances a wheel of buckets, a tick at a time.
+// NewTimeout, Cancel and Reset never take a lock and never touch the wheel:
+// they hand the timeout to the worker through lock-free stacks and queues.
+// The worker moves new timeouts into their buckets, unlinks cancelled ones,
+// and hands the due ones to an executor, by default a bounded ants
+// goroutine pool, on which tasks that come due together start together.
+// While nothing is due it sleeps until the first tick that has something
+// due. docs/design.md in the repository follows a timeout through it.
+//
+// Besides Netty's Timer and Timeout, a HashedWheelTimer offers AfterFunc,
+// Timeout.Reset to move a deadline without allocating, Every for periodic
+// work, and WithTimeout and WithDeadline for context.Context deadlines the
+// wheel enforces.
 //
 // The timer keeps Netty's contract:
 //
@@ -21,4 +27,12 @@
 //
 // The resolution is the tick duration (default 100ms, at least 1ms). The
 // wheel is cheapest when ticksPerWheel·tickDuration covers the usual delay.
+//
+// # Testing with fake time
+//
+// A timer made inside a testing/synctest bubble runs on the bubble's fake
+// clock: a test of code that waits 30 minutes for a timeout takes
+// milliseconds. Make the timer inside the bubble, with its default executor
+// or one made there too, and Stop it before the bubble ends; Stop returns
+// once the timer's goroutines and its pool's have exited.
 package hashedwheel

@@ -2,10 +2,7 @@ package hashedwheel
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/stretchr/testify/require"
-	"log/slog"
 	"math/rand/v2"
 	"runtime"
 	"strings"
@@ -13,6 +10,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -70,9 +70,7 @@ func (c *faultCounter) waitFor(tb testing.TB, n int64, what string) {
 	for c.n < n && !timedOut {
 		c.cond.Wait()
 	}
-	if c.n < n {
-		tb.Fatalf("%s: %d of %d after %v", what, c.n, n, faultWaitTimeout)
-	}
+	require.GreaterOrEqual(tb, c.n, n, "%s: %d of %d after %v", what, c.n, n, faultWaitTimeout)
 }
 
 // faultWithin runs f on its own goroutine and fails if it does not return
@@ -87,39 +85,26 @@ func faultWithin(tb testing.TB, what string, f func()) {
 	select {
 	case <-done:
 	case <-time.After(faultWaitTimeout):
-		tb.Fatalf("%s blocked for %v", what, faultWaitTimeout)
+		require.Fail(tb, fmt.Sprintf("%s blocked for %v", what, faultWaitTimeout))
 	}
-}
-
-// faultLogger returns a logger writing to a buffer the test can read.
-func faultLogger() (*fuzzLog, *slog.Logger) {
-	l := &fuzzLog{}
-	return l, slog.New(slog.NewTextHandler(l, nil))
-}
-
-// faultNewTimer returns a started timer on a fake clock with a 10ms tick,
-// stopped when the test ends.
-func faultNewTimer(tb testing.TB, logger *slog.Logger, opts ...Option) (*HashedWheelTimer, *clock.Fake) {
-	tb.Helper()
-	fake := clock.NewFake(0)
-	h := startTimer(tb, append([]Option{WithTickDuration(testTick), WithLogger(logger), withClock(fake)}, opts...)...)
-	fake.Settle()
-	return h, fake
 }
 
 // faultBalance checks the counters of a stopped timer against what the
 // test counted itself.
 func faultBalance(tb testing.TB, h *HashedWheelTimer, scheduled, ran, cancelled, returned int64) {
 	tb.Helper()
+	type counts struct {
+		pending                                       int64
+		scheduled, expired, cancelled, returnedByStop uint64
+	}
 	s := h.Stats()
-	if s.Pending != 0 || s.Scheduled != uint64(scheduled) || s.Expired != uint64(ran) ||
-		s.Cancelled != uint64(cancelled) || s.ReturnedByStop != uint64(returned) {
-		tb.Fatalf("Stats %+v; the test counted scheduled %d, ran %d, cancelled %d, returned by Stop %d",
-			s, scheduled, ran, cancelled, returned)
-	}
-	if scheduled != ran+cancelled+returned {
-		tb.Fatalf("scheduled %d != ran %d + cancelled %d + returned %d", scheduled, ran, cancelled, returned)
-	}
+	require.Equal(tb,
+		counts{0, uint64(scheduled), uint64(ran), uint64(cancelled), uint64(returned)},
+		counts{s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop},
+		"Stats %+v; the test counted scheduled %d, ran %d, cancelled %d, returned by Stop %d",
+		s, scheduled, ran, cancelled, returned)
+	require.Equal(tb, scheduled, ran+cancelled+returned,
+		"scheduled %d != ran %d + cancelled %d + returned %d", scheduled, ran, cancelled, returned)
 }
 
 // faultCountingTask counts its runs, per timeout and in total.
@@ -134,31 +119,29 @@ func (f *faultCountingTask) Run(Timeout) {
 }
 
 // faultSchedule schedules n counting tasks, the i-th due after
-// (i%spread+1) ticks, and returns them with their timeouts.
+// (i%spread+1) ticks, and returns them with their timeouts, failing the
+// test if one is refused: call it on the test's goroutine.
 func faultSchedule(tb testing.TB, h *HashedWheelTimer, total *faultCounter, n, spread int) ([]*faultCountingTask, []Timeout) {
 	tb.Helper()
+	tasks, tos, err := faultTrySchedule(h, total, n, spread)
+	require.NoError(tb, err)
+	return tasks, tos
+}
+
+// faultTrySchedule is faultSchedule returning the first error instead of
+// failing the test, for other goroutines.
+func faultTrySchedule(h *HashedWheelTimer, total *faultCounter, n, spread int) ([]*faultCountingTask, []Timeout, error) {
 	tasks := make([]*faultCountingTask, n)
 	tos := make([]Timeout, n)
 	for i := range tasks {
 		tasks[i] = &faultCountingTask{total: total}
 		to, err := h.NewTimeout(tasks[i], time.Duration(i%spread+1)*testTick-time.Millisecond)
 		if err != nil {
-			tb.Fatal(err)
+			return nil, nil, err
 		}
 		tos[i] = to
 	}
-	return tasks, tos
-}
-
-// faultExecutor is an executor whose behaviour the test chooses.
-type faultExecutor struct {
-	calls   atomic.Int64
-	execute func(task func()) error
-}
-
-func (e *faultExecutor) Execute(task func()) error {
-	e.calls.Add(1)
-	return e.execute(task)
+	return tasks, tos, nil
 }
 
 // TestFaultExecutorRejectsOrPanics: an executor that refuses every task, or
@@ -168,42 +151,29 @@ func (e *faultExecutor) Execute(task func()) error {
 func TestFaultExecutorRejectsOrPanics(t *testing.T) {
 	for _, mode := range []string{"rejects", "panics"} {
 		t.Run(mode, func(t *testing.T) {
-			exec := &faultExecutor{execute: func(func()) error {
-				if mode == "panics" {
-					panic("executor exploded")
-				}
-				return errors.New("executor full")
-			}}
-			logs, logger := faultLogger()
-			h, fake := faultNewTimer(t, logger, WithExecutor(exec))
+			exec := &refusingExecutor{panics: mode == "panics"}
+			logs, logger := newLogBuffer()
+			h, fake := newFakeTimer(t, WithExecutor(exec), WithLogger(logger))
 			total := newFaultCounter()
 			tasks, tos := faultSchedule(t, h, total, 40, 4)
 			fake.Settle()
 			advance(fake, 4*testTick)
 			total.waitFor(t, int64(len(tasks)), "tasks run despite the executor")
 			// The worker still ticks: a later timeout fires too.
-			late := &faultCountingTask{total: total}
-			if _, err := h.NewTimeout(late, testTick); err != nil {
-				t.Fatal(err)
-			}
+			mustSchedule(t, h, &faultCountingTask{total: total}, testTick)
 			fake.Settle()
 			advance(fake, 2*testTick)
 			total.waitFor(t, int64(len(tasks))+1, "a timeout scheduled after the failures")
 			for i, task := range tasks {
-				if n := task.runs.Load(); n != 1 || !tos[i].IsExpired() {
-					t.Fatalf("task %d ran %d times (expired %v)", i, n, tos[i].IsExpired())
-				}
+				n := task.runs.Load()
+				require.True(t, n == 1 && tos[i].IsExpired(), "task %d ran %d times (expired %v)", i, n, tos[i].IsExpired())
 			}
 			s := h.Stats()
-			if s.ExecutorFailures == 0 || s.ExecutorFailures != uint64(exec.calls.Load()) {
-				t.Fatalf("ExecutorFailures %d, executor called %d times", s.ExecutorFailures, exec.calls.Load())
-			}
-			if !strings.Contains(logs.String(), "executor refused") {
-				t.Fatalf("no warning logged: %q", logs.String())
-			}
-			if res := h.Stop(); len(res) != 0 {
-				t.Fatalf("Stop returned %d timeouts, want none", len(res))
-			}
+			require.Positive(t, s.ExecutorFailures, "ExecutorFailures")
+			require.Equal(t, uint64(exec.calls.Load()), s.ExecutorFailures,
+				"ExecutorFailures %d, executor called %d times", s.ExecutorFailures, exec.calls.Load())
+			require.Contains(t, logs.String(), "executor refused", "no warning logged")
+			require.Empty(t, h.Stop(), "Stop returned timeouts, want none")
 			faultBalance(t, h, int64(len(tasks))+1, total.load(), 0, 0)
 		})
 	}
@@ -213,12 +183,11 @@ func TestFaultExecutorRejectsOrPanics(t *testing.T) {
 // task and then panics (it broke after doing its job). The timer cannot
 // know whether the task ran; it must still not run it twice.
 func TestFaultExecutorPanicsAfterRunningTheTask(t *testing.T) {
-	exec := &faultExecutor{execute: func(task func()) error {
+	exec := executorFunc(func(task func()) error {
 		task()
 		panic("executor broke after running the task")
-	}}
-	_, logger := faultLogger()
-	h, fake := faultNewTimer(t, logger, WithExecutor(exec))
+	})
+	h, fake := newFakeTimer(t, WithExecutor(exec))
 	total := newFaultCounter()
 	tasks, _ := faultSchedule(t, h, total, 8, 2)
 	fake.Settle()
@@ -230,9 +199,7 @@ func TestFaultExecutorPanicsAfterRunningTheTask(t *testing.T) {
 	// duplicate has no event to wait for.)
 	time.Sleep(50 * time.Millisecond)
 	for i, task := range tasks {
-		if n := task.runs.Load(); n != 1 {
-			t.Errorf("task %d ran %d times, want exactly once", i, n)
-		}
+		assert.Equal(t, int64(1), task.runs.Load(), "task %d, want exactly one run", i)
 	}
 }
 
@@ -242,7 +209,7 @@ func TestFaultExecutorPanicsAfterRunningTheTask(t *testing.T) {
 // timer task still runs exactly once.
 func TestFaultExecutorRunsEachTaskTwice(t *testing.T) {
 	var running sync.WaitGroup
-	exec := &faultExecutor{execute: func(task func()) error {
+	exec := executorFunc(func(task func()) error {
 		running.Add(2)
 		for range 2 {
 			go func() {
@@ -251,9 +218,8 @@ func TestFaultExecutorRunsEachTaskTwice(t *testing.T) {
 			}()
 		}
 		return nil
-	}}
-	_, logger := faultLogger()
-	h, fake := faultNewTimer(t, logger, WithExecutor(exec))
+	})
+	h, fake := newFakeTimer(t, WithExecutor(exec))
 	total := newFaultCounter()
 	tasks, _ := faultSchedule(t, h, total, 256, 8)
 	fake.Settle()
@@ -265,9 +231,7 @@ func TestFaultExecutorRunsEachTaskTwice(t *testing.T) {
 	h.Stop()
 	running.Wait()
 	for i, task := range tasks {
-		if n := task.runs.Load(); n != 1 {
-			t.Errorf("task %d ran %d times, want exactly once", i, n)
-		}
+		assert.Equal(t, int64(1), task.runs.Load(), "task %d, want exactly one run", i)
 	}
 }
 
@@ -282,21 +246,20 @@ func TestFaultExecutorBlocks(t *testing.T) {
 			entered := make(chan struct{})
 			release := make(chan struct{})
 			var blocked atomic.Bool
-			exec := &faultExecutor{execute: func(task func()) error {
+			exec := executorFunc(func(task func()) error {
 				if blocked.CompareAndSwap(false, true) {
 					entered <- struct{}{}
 					<-release
 				}
 				task() // inline once released
 				return nil
-			}}
-			_, logger := faultLogger()
-			h, fake := faultNewTimer(t, logger, WithExecutor(exec))
+			})
+			h, fake := newFakeTimer(t, WithExecutor(exec))
 			total := newFaultCounter()
 			first := &faultCountingTask{total: total}
-			mustFault(t, h, first, testTick/2)
+			mustSchedule(t, h, first, testTick/2)
 			later := &faultCountingTask{total: total}
-			laterTo := mustFault(t, h, later, 5*testTick)
+			laterTo := mustSchedule(t, h, later, 5*testTick)
 			fake.Settle()
 
 			fake.Advance(testTick) // the worker claims first and blocks in Execute
@@ -305,12 +268,9 @@ func TestFaultExecutorBlocks(t *testing.T) {
 			var extraTask = &faultCountingTask{total: total}
 			faultWithin(t, "producers while the executor blocks", func() {
 				var err error
-				if extra, err = h.NewTimeout(extraTask, 2*testTick); err != nil {
-					t.Error(err)
-				}
-				if !laterTo.Cancel() {
-					t.Error("Cancel failed while the worker was blocked")
-				}
+				extra, err = h.NewTimeout(extraTask, 2*testTick)
+				assert.NoError(t, err) // not the test's goroutine: no require
+				assert.True(t, laterTo.Cancel(), "Cancel failed while the worker was blocked")
 				_ = h.PendingTimeouts()
 				_ = h.Stats()
 			})
@@ -323,9 +283,7 @@ func TestFaultExecutorBlocks(t *testing.T) {
 				fake.Settle()
 				advance(fake, 3*testTick)
 				total.waitFor(t, 2, "first and extra")
-				if res := h.Stop(); len(res) != 0 {
-					t.Fatalf("Stop returned %v", res)
-				}
+				require.Empty(t, h.Stop())
 				faultBalance(t, h, 3, 2, 1, 0)
 				return
 			}
@@ -336,43 +294,15 @@ func TestFaultExecutorBlocks(t *testing.T) {
 			select {
 			case res = <-stopped:
 			case <-time.After(faultWaitTimeout):
-				t.Fatal("Stop did not return once the executor let go")
+				require.Fail(t, "Stop did not return once the executor let go")
 			}
 			total.waitFor(t, 1, "first")
-			if len(res) != 1 || res[0] != extra || !extra.IsCancelled() || extraTask.runs.Load() != 0 {
-				t.Fatalf("Stop returned %v, want the extra timeout, cancelled and never run", res)
-			}
+			require.Equal(t, []Timeout{extra}, res, "Stop returns the extra timeout")
+			require.True(t, extra.IsCancelled(), "the extra timeout is cancelled by Stop")
+			require.Zero(t, extraTask.runs.Load(), "the extra timeout never ran")
 			faultBalance(t, h, 3, 1, 1, 1)
 		})
 	}
-}
-
-func mustFault(tb testing.TB, h *HashedWheelTimer, task TimerTask, delay time.Duration) Timeout {
-	tb.Helper()
-	to, err := h.NewTimeout(task, delay)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return to
-}
-
-// faultPanicTask panics when it runs, and in its Cancelled hook.
-type faultPanicTask struct {
-	ran, hooked atomic.Int64
-	total       *faultCounter
-}
-
-func (p *faultPanicTask) Run(Timeout) {
-	p.ran.Add(1)
-	if p.total != nil {
-		p.total.add()
-	}
-	panic("task exploded")
-}
-
-func (p *faultPanicTask) Cancelled(Timeout) {
-	p.hooked.Add(1)
-	panic("hook exploded")
 }
 
 // TestFaultTaskPanics: tasks and Cancelled hooks that panic, run inline on
@@ -381,20 +311,27 @@ func (p *faultPanicTask) Cancelled(Timeout) {
 func TestFaultTaskPanics(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
-			logs, logger := faultLogger()
-			var opts []Option
+			logs, logger := newLogBuffer()
+			opts := []Option{WithLogger(logger)}
 			if inline {
 				opts = append(opts, WithExecutor(pool.Inline))
 			}
-			h, fake := faultNewTimer(t, logger, opts...)
+			fake := clock.NewFake(0)
+			h := newTimerOn(t, fake, opts...)
 			total := newFaultCounter()
-			panicky := make([]*faultPanicTask, 5)
+			panicky := make([]*hookTask, 5)
 			for i := range panicky {
-				panicky[i] = &faultPanicTask{total: total}
-				mustFault(t, h, panicky[i], testTick/2)
+				panicky[i] = &hookTask{onRun: func(Timeout) {
+					total.add()
+					panic("task exploded")
+				}}
+				mustSchedule(t, h, panicky[i], testTick/2)
 			}
-			hooked := &faultPanicTask{}
-			hookedTo := mustFault(t, h, hooked, 10*testTick)
+			hooked := &hookTask{
+				onRun:    func(Timeout) { panic("task exploded") },
+				onCancel: func(Timeout) { panic("hook exploded") },
+			}
+			hookedTo := mustSchedule(t, h, hooked, 10*testTick)
 			fake.Settle()
 			advance(fake, testTick)
 			hookedTo.Cancel()
@@ -405,36 +342,20 @@ func TestFaultTaskPanics(t *testing.T) {
 			advance(fake, 3*testTick)
 			total.waitFor(t, int64(len(panicky)+len(tasks)), "panicking tasks and tasks after them")
 			for i, p := range panicky {
-				if p.ran.Load() != 1 {
-					t.Fatalf("panicking task %d ran %d times", i, p.ran.Load())
-				}
+				require.Equal(t, int32(1), p.runs.Load(), "runs of panicking task %d", i)
 			}
-			if hooked.hooked.Load() != 1 || hooked.ran.Load() != 0 {
-				t.Fatalf("hook called %d times, task ran %d times", hooked.hooked.Load(), hooked.ran.Load())
-			}
+			require.Equal(t, int32(1), hooked.cancelled.Load(), "hook calls")
+			require.Zero(t, hooked.runs.Load(), "runs of the cancelled task")
 			h.Stop()
 			faultBalance(t, h, int64(len(panicky)+1+len(tasks)), int64(len(panicky)+len(tasks)), 1, 0)
 			if inline {
 				// On the pool the panic is logged by the pool's wrapper or
 				// ours; inline it must be ours.
-				if n := strings.Count(logs.String(), "TimerTask panicked"); n != len(panicky) {
-					t.Fatalf("%d task panics logged, want %d: %s", n, len(panicky), logs.String())
-				}
+				require.Equal(t, len(panicky), strings.Count(logs.String(), "TimerTask panicked"),
+					"task panics logged: %s", logs.String())
 			}
-			if !strings.Contains(logs.String(), "Cancelled hook panicked") {
-				t.Fatalf("hook panic not logged: %s", logs.String())
-			}
+			require.Contains(t, logs.String(), "Cancelled hook panicked", "hook panic not logged")
 		})
-	}
-}
-
-// isClosed reports whether c is closed, without waiting.
-func isClosed(c <-chan struct{}) bool {
-	select {
-	case <-c:
-		return true
-	default:
-		return false
 	}
 }
 
@@ -463,13 +384,13 @@ func (b *faultBlockingTask) Run(Timeout) {
 // returns everything that did not run.
 func TestFaultTaskBlocksForever(t *testing.T) {
 	t.Run("pool", func(t *testing.T) {
-		_, logger := faultLogger()
-		h, fake := faultNewTimer(t, logger)
+		fake := clock.NewFake(0)
+		h := newTimerOn(t, fake)
 		blocker := newFaultBlockingTask()
 		var releaseOnce sync.Once
 		release := func() { releaseOnce.Do(func() { close(blocker.release) }) }
 		t.Cleanup(release) // before the timer's Stop, should the test fail
-		mustFault(t, h, blocker, 0)
+		mustSchedule(t, h, blocker, 0)
 		fake.Settle()
 		advance(fake, testTick)
 		<-blocker.started
@@ -478,7 +399,7 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		fake.Settle()
 		advance(fake, 5*testTick)
 		total.waitFor(t, int64(len(tasks)), "tasks while another blocks")
-		pending := mustFault(t, h, &faultCountingTask{total: total}, time.Hour)
+		pending := mustSchedule(t, h, &faultCountingTask{total: total}, time.Hour)
 
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
@@ -496,7 +417,7 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		<-h.done // the worker has exited: Stop waits for the task
 		select {
 		case <-stopped:
-			t.Fatal("Stop returned while a task was running")
+			require.Fail(t, "Stop returned while a task was running")
 		default:
 		}
 		release()
@@ -504,23 +425,25 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		faultBalance(t, h, int64(len(tasks))+2, int64(len(tasks))+1, 0, 1)
 	})
 	t.Run("inline", func(t *testing.T) {
-		_, logger := faultLogger()
-		h, fake := faultNewTimer(t, logger, WithExecutor(pool.Inline))
+		h, fake := newFakeTimer(t)
 		blocker := newFaultBlockingTask()
-		mustFault(t, h, blocker, 0)
+		mustSchedule(t, h, blocker, 0)
 		fake.Settle()
 		fake.Advance(testTick)
 		<-blocker.started // the worker is stuck in the task
 		total := newFaultCounter()
 		var tos []Timeout
 		faultWithin(t, "NewTimeout and Cancel with the worker stuck", func() {
-			_, tos = faultSchedule(t, h, total, 20, 5)
+			var err error
+			_, tos, err = faultTrySchedule(h, total, 20, 5)
+			if !assert.NoError(t, err) { // not the test's goroutine: no require
+				return
+			}
 			for _, to := range tos[:5] {
-				if !to.Cancel() {
-					t.Error("Cancel failed")
-				}
+				assert.True(t, to.Cancel(), "Cancel failed")
 			}
 		})
+		require.Len(t, tos, 20)
 		stopped := make(chan []Timeout)
 		go func() { stopped <- h.Stop() }()
 		close(blocker.release)
@@ -528,28 +451,14 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		select {
 		case res = <-stopped:
 		case <-time.After(faultWaitTimeout):
-			t.Fatal("Stop did not return once the task did")
+			require.Fail(t, "Stop did not return once the task did")
 		}
 		<-blocker.done
-		if len(res) != 15 {
-			t.Fatalf("Stop returned %d timeouts, want the 15 not cancelled", len(res))
-		}
-		if total.load() != 0 {
-			t.Fatalf("%d tasks ran", total.load())
-		}
+		require.Len(t, res, 15, "Stop returns the 15 not cancelled")
+		require.Zero(t, total.load(), "tasks ran")
 		faultBalance(t, h, 21, 1, 5, 15)
 	})
 }
-
-// faultStoppingTask calls Stop on its timer and hands over the result.
-type faultStoppingTask struct {
-	h      *HashedWheelTimer
-	result chan []Timeout
-}
-
-func (s *faultStoppingTask) Run(Timeout) { s.result <- s.h.Stop() }
-
-func (s *faultStoppingTask) Cancelled(Timeout) { s.result <- s.h.Stop() }
 
 // TestFaultTaskCallsStop: a task, or a Cancelled hook, that stops its own
 // timer, inline on the worker goroutine (which must not deadlock) or on a
@@ -563,19 +472,21 @@ func TestFaultTaskCallsStop(t *testing.T) {
 		hook   bool // Stop is called by the Cancelled hook, not by Run
 	}{{"inline", true, false}, {"pool", false, false}, {"inline-hook", true, true}} {
 		t.Run(c.name, func(t *testing.T) {
-			_, logger := faultLogger()
 			var opts []Option
 			if c.inline {
 				opts = append(opts, WithExecutor(pool.Inline))
 			}
-			h, fake := faultNewTimer(t, logger, opts...)
+			fake := clock.NewFake(0)
+			h := newTimerOn(t, fake, opts...)
 			total := newFaultCounter()
-			stopper := &faultStoppingTask{h: h, result: make(chan []Timeout, 1)}
+			result := make(chan []Timeout, 1)
+			stop := func(Timeout) { result <- h.Stop() }
+			stopper := &hookTask{onRun: stop, onCancel: stop}
 			// Six due in tick 0 with the stopper, six in later ticks.
 			sameTick, _ := faultSchedule(t, h, total, 6, 1)
-			stopperTo := mustFault(t, h, stopper, testTick/2)
+			stopperTo := mustSchedule(t, h, stopper, testTick/2)
 			for i := 0; i < 6; i++ {
-				mustFault(t, h, &faultCountingTask{total: total}, time.Duration(i+2)*testTick)
+				mustSchedule(t, h, &faultCountingTask{total: total}, time.Duration(i+2)*testTick)
 			}
 			if c.hook {
 				stopperTo.Cancel() // its hook runs in tick 0's cancellation pass
@@ -584,72 +495,32 @@ func TestFaultTaskCallsStop(t *testing.T) {
 			fake.Advance(testTick)
 			var res []Timeout
 			select {
-			case res = <-stopper.result:
+			case res = <-result:
 			case <-time.After(faultWaitTimeout):
-				t.Fatal("Stop from a task did not return: deadlock")
+				require.Fail(t, "Stop from a task did not return: deadlock")
 			}
 			fake.Settle() // returns once the worker has exited
 			var again []Timeout
 			faultWithin(t, "a second Stop", func() { again = h.Stop() })
-			if again != nil {
-				t.Fatalf("second Stop returned %v", again)
-			}
-			if _, err := h.NewTimeout(&faultCountingTask{total: total}, 0); !errors.Is(err, ErrStopped) {
-				t.Fatalf("NewTimeout after Stop: %v", err)
-			}
+			require.Nil(t, again, "second Stop")
+			_, err := h.NewTimeout(&faultCountingTask{total: total}, 0)
+			require.ErrorIs(t, err, ErrStopped, "NewTimeout after Stop")
 			ran, stopperRan, cancelled := int64(len(sameTick)), int64(1), int64(0)
 			if c.hook { // Stop came before tick 0's expiry: nothing ran
 				ran, stopperRan, cancelled = 0, 0, 1
 			}
 			total.waitFor(t, ran, "timeouts claimed with the stopping task")
 			wantReturned := 12 - ran
-			if int64(len(res)) != wantReturned {
-				t.Fatalf("Stop from the task returned %d timeouts, want %d", len(res), wantReturned)
-			}
+			require.Len(t, res, int(wantReturned), "timeouts returned by Stop from the task")
 			for _, to := range res {
-				if !to.IsCancelled() || to.IsExpired() {
-					t.Fatalf("%v returned by Stop but not cancelled", to)
-				}
+				require.True(t, to.IsCancelled() && !to.IsExpired(), "%v returned by Stop but not cancelled", to)
 			}
 			for i, task := range sameTick {
-				if task.runs.Load() != ran/int64(len(sameTick)) {
-					t.Fatalf("same-tick task %d ran %d times", i, task.runs.Load())
-				}
+				require.Equal(t, ran/int64(len(sameTick)), task.runs.Load(), "runs of same-tick task %d", i)
 			}
 			faultBalance(t, h, 13, ran+stopperRan, cancelled, wantReturned)
 		})
 	}
-}
-
-// faultReschedulingTask re-schedules itself with delay from its own Run,
-// until stop is set.
-type faultReschedulingTask struct {
-	h        *HashedWheelTimer
-	delay    time.Duration
-	runs     atomic.Int64
-	accepted atomic.Int64 // successful re-schedules
-	last     atomic.Pointer[Timeout]
-	errs     atomic.Int64  // failed re-schedules (ErrStopped)
-	ended    *faultCounter // counts failed re-schedules, if set
-	fake     *clock.Fake
-	runAt    []int64 // with the fake clock; written by the worker only
-}
-
-func (r *faultReschedulingTask) Run(Timeout) {
-	r.runs.Add(1)
-	if r.fake != nil {
-		r.runAt = append(r.runAt, r.fake.Now())
-	}
-	to, err := r.h.NewTimeout(r, r.delay)
-	if err != nil {
-		r.errs.Add(1)
-		if r.ended != nil {
-			r.ended.add()
-		}
-		return
-	}
-	r.accepted.Add(1)
-	r.last.Store(&to)
 }
 
 // TestFaultTaskReschedulesItself: a task that re-schedules itself from Run
@@ -659,43 +530,31 @@ func (r *faultReschedulingTask) Run(Timeout) {
 func TestFaultTaskReschedulesItself(t *testing.T) {
 	for _, delay := range []time.Duration{0, -time.Hour, testTick / 2} {
 		t.Run(fmt.Sprintf("inline/delay=%v", delay), func(t *testing.T) {
-			_, logger := faultLogger()
-			h, fake := faultNewTimer(t, logger, WithExecutor(pool.Inline), WithMaxPendingTimeouts(1))
-			r := &faultReschedulingTask{h: h, delay: delay, fake: fake}
-			mustFault(t, h, r, delay)
+			h, fake := newFakeTimer(t, WithMaxPendingTimeouts(1))
+			r := &reschedulingTask{h: h, delay: delay, now: fake.Now}
+			mustSchedule(t, h, r, delay)
 			fake.Settle()
 			const ticks = 50
 			advance(fake, ticks*testTick)
-			if n := r.runs.Load(); n != ticks || r.errs.Load() != 0 {
-				t.Fatalf("%d runs (%d failed re-schedules) in %d ticks, want one per tick", n, r.errs.Load(), ticks)
-			}
+			require.Equal(t, int64(ticks), r.runs.Load(), "runs in %d ticks, want one per tick", ticks)
+			require.Zero(t, r.errs.Load(), "failed re-schedules")
 			for i, at := range r.runAt {
-				if at != int64(i+1)*int64(testTick) {
-					t.Fatalf("run %d at %v, want at the end of tick %d", i, time.Duration(at), i)
-				}
+				require.Equal(t, int64(i+1)*int64(testTick), at, "run %d at %v, want at the end of tick %d", i, time.Duration(at), i)
 			}
-			if p := h.PendingTimeouts(); p != 1 {
-				t.Fatalf("pending %d, want 1", p)
-			}
-			res := h.Stop()
-			if len(res) != 1 || res[0] != *r.last.Load() {
-				t.Fatalf("Stop returned %v, want the last re-schedule", res)
-			}
+			require.Equal(t, int64(1), h.PendingTimeouts())
+			require.Equal(t, []Timeout{*r.last.Load()}, h.Stop(), "Stop returns the last re-schedule")
 			faultBalance(t, h, 1+r.accepted.Load(), r.runs.Load(), 0, 1)
 		})
 	}
 	t.Run("pool/real-clock", func(t *testing.T) {
-		_, logger := faultLogger()
-		h, err := New(WithTickDuration(time.Millisecond), WithLogger(logger))
-		if err != nil {
-			t.Fatal(err)
-		}
+		h, err := New(WithTickDuration(time.Millisecond), WithLogger(discardLogger()))
+		require.NoError(t, err)
 		const chains = 8
 		ended := newFaultCounter()
-		rs := make([]*faultReschedulingTask, chains)
+		rs := make([]*reschedulingTask, chains)
 		for i := range rs {
-			rs[i] = &faultReschedulingTask{h: h, ended: ended}
-			mustFault(t, h, rs[i], 0)
+			rs[i] = &reschedulingTask{h: h, refused: ended.add}
+			mustSchedule(t, h, rs[i], 0)
 		}
 		// Real time is the subject: the chains run for 100ms.
 		time.Sleep(100 * time.Millisecond)
@@ -710,16 +569,11 @@ func TestFaultTaskReschedulesItself(t *testing.T) {
 			accepted += r.accepted.Load()
 			failed += r.errs.Load()
 		}
-		if failed+int64(len(res)) != chains {
-			t.Fatalf("%d chains ended by ErrStopped, %d returned by Stop; want %d in all", failed, len(res), chains)
-		}
-		if runs < chains*5 {
-			t.Fatalf("only %d runs in 100ms with a 1ms tick", runs)
-		}
+		require.Equal(t, int64(chains), failed+int64(len(res)),
+			"%d chains ended by ErrStopped, %d returned by Stop; want %d in all", failed, len(res), chains)
+		require.GreaterOrEqual(t, runs, int64(chains*5), "runs in 100ms with a 1ms tick")
 		faultBalance(t, h, chains+accepted, runs, 0, int64(len(res)))
-		if s := h.Stats(); s.RejectedStopped != uint64(failed) {
-			t.Fatalf("RejectedStopped %d, want %d", s.RejectedStopped, failed)
-		}
+		require.Equal(t, uint64(failed), h.Stats().RejectedStopped)
 		t.Logf("%d chains: %d runs in 100ms", chains, runs)
 	})
 }
@@ -756,19 +610,15 @@ type faultRaceEntry struct {
 }
 
 func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
-	_, logger := faultLogger()
-	opts := []Option{WithTickDuration(time.Millisecond), WithLogger(logger)}
+	opts := []Option{WithTickDuration(time.Millisecond), WithLogger(discardLogger())}
 	if inline {
 		opts = append(opts, WithExecutor(pool.Inline))
 	}
 	h, err := New(opts...)
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	total := newFaultCounter()
 	producers := max(runtime.GOMAXPROCS(0), 2) * 2
 	var ready, done sync.WaitGroup
-	startStop := make(chan struct{})
 	accepted := make([][]*faultRaceEntry, producers)
 	refused := make([][]*faultCountingTask, producers)
 	for p := 0; p < producers; p++ {
@@ -784,9 +634,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 				task := &faultCountingTask{total: total}
 				to, err := h.NewTimeout(task, time.Duration(rng.Int64N(int64(4*time.Millisecond)))-time.Millisecond)
 				if err != nil {
-					if !errors.Is(err, ErrStopped) {
-						t.Errorf("NewTimeout: %v", err)
-					}
+					assert.ErrorIs(t, err, ErrStopped, "NewTimeout") // a producer's goroutine: no require
 					refused[p] = append(refused[p], task)
 					if i < warmup {
 						ready.Done()
@@ -800,9 +648,7 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 					n := len(accepted[p])
 					victim := accepted[p][n-1-rng.IntN(min(n, 8))]
 					if victim.to.Cancel() {
-						if victim.cancelled {
-							t.Errorf("Cancel succeeded twice on one timeout")
-						}
+						assert.False(t, victim.cancelled, "Cancel succeeded twice on one timeout")
 						victim.cancelled = true
 					}
 				}
@@ -811,28 +657,16 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 	}
 	ready.Wait()
 	var results [2][]Timeout
-	var stoppers sync.WaitGroup
-	for i := range results {
-		stoppers.Add(1)
-		go func() {
-			defer stoppers.Done()
-			<-startStop
-			results[i] = h.Stop()
-		}()
-	}
-	close(startStop)
-	stoppers.Wait()
+	startStops, waitStops := concurrently(len(results), func(i int) { results[i] = h.Stop() })
+	startStops()
+	waitStops()
 	done.Wait()
 
-	if results[0] != nil && results[1] != nil {
-		t.Fatalf("both Stops returned timeouts")
-	}
+	require.False(t, results[0] != nil && results[1] != nil, "both Stops returned timeouts")
 	res := append(results[0], results[1]...)
 	inResult := make(map[Timeout]bool, len(res))
 	for _, to := range res {
-		if inResult[to] {
-			t.Fatalf("Stop returned %v twice", to)
-		}
+		require.False(t, inResult[to], "Stop returned %v twice", to)
 		inResult[to] = true
 	}
 	// Every claimed timeout runs, on the pool perhaps after Stop returned.
@@ -853,27 +687,19 @@ func faultStopRace(t *testing.T, inline bool, warmup int, seed uint64) {
 				delete(inResult, e.to)
 			}
 			nRan += ran
-			if outcomes != 1 || ran > 1 {
-				t.Fatalf("timeout %v: ran %d times, cancelled %v, returned by Stop %v", e.to, ran, e.cancelled, outcomes-ran-boolInt(e.cancelled) == 1)
-			}
-			if e.to.IsExpired() != (ran == 1) || e.to.IsCancelled() == (ran == 1) {
-				t.Fatalf("timeout %v: ran %d, IsExpired %v, IsCancelled %v", e.to, ran, e.to.IsExpired(), e.to.IsCancelled())
-			}
+			require.True(t, outcomes == 1 && ran <= 1, "timeout %v: ran %d times, cancelled %v, returned by Stop %v",
+				e.to, ran, e.cancelled, outcomes-ran-boolInt(e.cancelled) == 1)
+			require.True(t, e.to.IsExpired() == (ran == 1) && e.to.IsCancelled() != (ran == 1),
+				"timeout %v: ran %d, IsExpired %v, IsCancelled %v", e.to, ran, e.to.IsExpired(), e.to.IsCancelled())
 		}
 		for _, task := range refused[p] {
 			nRefused++
-			if task.runs.Load() != 0 {
-				t.Fatalf("a NewTimeout refused with ErrStopped ran its task")
-			}
+			require.Zero(t, task.runs.Load(), "a NewTimeout refused with ErrStopped ran its task")
 		}
 	}
-	if len(inResult) != 0 {
-		t.Fatalf("Stop returned %d timeouts nobody scheduled", len(inResult))
-	}
+	require.Empty(t, inResult, "Stop returned timeouts nobody scheduled")
 	faultBalance(t, h, nAccepted, nRan, nCancelled, int64(len(res)))
-	if s := h.Stats(); s.RejectedStopped != uint64(nRefused) {
-		t.Fatalf("RejectedStopped %d, the test counted %d", s.RejectedStopped, nRefused)
-	}
+	require.Equal(t, uint64(nRefused), h.Stats().RejectedStopped, "RejectedStopped, against the test's count")
 }
 
 func boolInt(b bool) int64 {

@@ -2,16 +2,15 @@ package hashedwheel
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"log/slog"
 	"math"
 	"math/bits"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -31,24 +30,6 @@ const fuzzMaxTicks = 4096
 
 // fuzzClockStart is the fake clock's reading when FuzzOptions makes a timer.
 const fuzzClockStart = 1 << 40
-
-// fuzzLog is a concurrency-safe log sink.
-type fuzzLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *fuzzLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *fuzzLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // FuzzOptions checks option validation for any tick, wheel size and pending
 // limit, and, for a valid configuration, the life of one timeout with any
@@ -79,10 +60,10 @@ func FuzzOptions(f *testing.F) {
 }
 
 func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapsed int64, delay time.Duration) {
-	var log fuzzLog
+	logs, logger := newLogBuffer()
 	fake := clock.NewFake(fuzzClockStart)
 	h, err := New(WithTickDuration(tick), WithTicksPerWheel(wheel), WithMaxPendingTimeouts(maxPending),
-		WithExecutor(pool.Inline), WithLogger(slog.New(slog.NewTextHandler(&log, nil))), withClock(fake))
+		WithExecutor(pool.Inline), WithLogger(logger), withClock(fake))
 
 	// The expected outcome of validation: options apply in order, so the
 	// tick is checked first; the tick against the wheel size last.
@@ -102,34 +83,25 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 	if wantOption != "" {
 		if err == nil {
 			h.Stop()
-			t.Fatalf("New(tick %d, wheel %d): no error, want one naming %s", tick, wheel, wantOption)
 		}
-		if !errors.Is(err, ErrInvalidOption) || !strings.Contains(err.Error(), wantOption) ||
-			!strings.Contains(err.Error(), wantValue) {
-			t.Fatalf("New(tick %d, wheel %d): %q, want ErrInvalidOption naming %s and %s", tick, wheel, err, wantOption, wantValue)
-		}
+		require.ErrorIs(t, err, ErrInvalidOption, "New(tick %d, wheel %d): want an error naming %s", tick, wheel, wantOption)
+		require.ErrorContains(t, err, wantOption, "New(tick %d, wheel %d)", tick, wheel)
+		require.ErrorContains(t, err, wantValue, "New(tick %d, wheel %d)", tick, wheel)
 		return
 	}
-	if err != nil {
-		t.Fatalf("New(tick %d, wheel %d, maxPending %d): %v", tick, wheel, maxPending, err)
-	}
+	require.NoError(t, err, "New(tick %d, wheel %d, maxPending %d)", tick, wheel, maxPending)
 	defer h.Stop()
 	effective := max(tick, MinTickDuration)
-	if h.config.tickDuration != effective || h.config.ticksPerWheel != rounded || h.maxPending != max(maxPending, 0) {
-		t.Fatalf("New(tick %v, wheel %d, maxPending %d) configured tick %v, wheel %d, maxPending %d; want %v, %d, %d",
-			tick, wheel, maxPending, h.config.tickDuration, h.config.ticksPerWheel, h.maxPending,
-			effective, rounded, max(maxPending, 0))
-	}
-	if warned := strings.Contains(log.String(), "level=WARN"); warned != (tick < MinTickDuration) {
-		t.Fatalf("tick %v: warning logged %v, want %v; log: %s", tick, warned, tick < MinTickDuration, log.String())
-	}
+	require.Equal(t, []int64{int64(effective), int64(rounded), max(maxPending, 0)},
+		[]int64{int64(h.config.tickDuration), int64(h.config.ticksPerWheel), h.maxPending},
+		"New(tick %v, wheel %d, maxPending %d): the tick, wheel and limit configured", tick, wheel, maxPending)
+	require.Equal(t, tick < MinTickDuration, strings.Contains(logs.String(), "level=WARN"),
+		"tick %v: whether a warning is logged; log: %s", tick, logs.String())
 	if rounded > fuzzMaxStartedWheel {
 		return // validated; too large to start here
 	}
 
-	if err := h.Start(); err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, h.Start())
 	fuzzSettle(t, fake, h)
 	// Let time pass with nothing pending: the idle worker skips it.
 	elapsed &= 1<<61 - 1
@@ -139,18 +111,15 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 	fired := make(chan int64, 2)
 	task := TaskFunc(func(Timeout) { fired <- fake.Now() - fuzzClockStart })
 	to, err := h.NewTimeout(task, delay)
-	if err != nil {
-		t.Fatalf("NewTimeout(%d) at %d: %v", delay, elapsed, err)
-	}
+	require.NoError(t, err, "NewTimeout(%d) at %d", delay, elapsed)
 	fuzzSettle(t, fake, h)
 	deadline := modelDeadline(elapsed, delay)
-	if want := h.startTime.Add(time.Duration(deadline)); !to.Deadline().Equal(want) {
-		t.Fatalf("NewTimeout(%d) at %d: Deadline() %v, want start+%d = %v", delay, elapsed, to.Deadline(), deadline, want)
-	}
+	want := h.startTime.Add(time.Duration(deadline))
+	require.True(t, to.Deadline().Equal(want), "NewTimeout(%d) at %d: Deadline() %v, want start+%d = %v",
+		delay, elapsed, to.Deadline(), deadline, want)
 	if maxPending == 1 {
-		if _, err := h.NewTimeout(task, 0); !errors.Is(err, ErrTooManyPendingTimeouts) {
-			t.Fatalf("second NewTimeout with limit 1: %v, want ErrTooManyPendingTimeouts", err)
-		}
+		_, err := h.NewTimeout(task, 0)
+		require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "second NewTimeout with limit 1")
 	}
 
 	tk := int64(effective)
@@ -166,26 +135,25 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 		}
 		select {
 		case at := <-fired:
-			t.Fatalf("delay %d at %d (deadline %d, tick %d): fired at %d, before the end of its tick %d",
-				delay, elapsed, deadline, tk, at, end)
+			require.Fail(t, fmt.Sprintf("delay %d at %d (deadline %d, tick %d): fired at %d, before the end of its tick %d",
+				delay, elapsed, deadline, tk, at, end))
 		default:
 		}
-		if h.PendingTimeouts() != 1 || to.IsExpired() {
-			t.Fatalf("before its tick ends: pending %d, expired %v", h.PendingTimeouts(), to.IsExpired())
-		}
+		require.Equal(t, int64(1), h.PendingTimeouts(), "before its tick ends")
+		require.False(t, to.IsExpired(), "before its tick ends")
 		fake.Advance(time.Duration(end - max(end-1, elapsed)))
 		fuzzSettle(t, fake, h)
 		select {
 		case at := <-fired:
-			if at != end || at < deadline {
-				t.Fatalf("delay %d at %d (deadline %d, tick %d): fired at %d, want %d", delay, elapsed, deadline, tk, at, end)
-			}
+			require.True(t, at == end && at >= deadline, "delay %d at %d (deadline %d, tick %d): fired at %d, want %d",
+				delay, elapsed, deadline, tk, at, end)
 		default:
-			t.Fatalf("delay %d at %d (deadline %d, tick %d): not fired at the end of its tick %d", delay, elapsed, deadline, tk, end)
+			require.Fail(t, fmt.Sprintf("delay %d at %d (deadline %d, tick %d): not fired at the end of its tick %d",
+				delay, elapsed, deadline, tk, end))
 		}
-		if h.PendingTimeouts() != 0 || !to.IsExpired() || to.Cancel() {
-			t.Fatalf("after firing: pending %d, expired %v", h.PendingTimeouts(), to.IsExpired())
-		}
+		require.Zero(t, h.PendingTimeouts(), "after firing")
+		require.True(t, to.IsExpired(), "after firing")
+		require.False(t, to.Cancel(), "Cancel after firing")
 	} else {
 		// Too far to reach: move the clock up to fuzzMaxTicks ticks, but
 		// not past the start of its tick, nor past 1<<62.
@@ -196,19 +164,15 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 		jump := max(target-elapsed, 0)
 		fake.Advance(time.Duration(jump))
 		fuzzSettle(t, fake, h)
-		if len(fired) != 0 || h.PendingTimeouts() != 1 {
-			t.Fatalf("delay %d at %d (deadline %d, fire tick %d): fired %d times, pending %d after %d ns",
-				delay, elapsed, deadline, fireTick, len(fired), h.PendingTimeouts(), jump)
-		}
-		if res := h.Stop(); len(res) != 1 || res[0] != to || !to.IsCancelled() {
-			t.Fatalf("Stop returned %v, want the pending timeout, cancelled", res)
-		}
+		require.True(t, len(fired) == 0 && h.PendingTimeouts() == 1,
+			"delay %d at %d (deadline %d, fire tick %d): fired %d times, pending %d after %d ns",
+			delay, elapsed, deadline, fireTick, len(fired), h.PendingTimeouts(), jump)
+		require.Equal(t, []Timeout{to}, h.Stop(), "Stop returns the pending timeout")
+		require.True(t, to.IsCancelled(), "returned by Stop, so cancelled")
 	}
 	h.Stop()
 	s := h.Stats()
-	if s.Scheduled != 1 || s.Expired+s.ReturnedByStop != 1 || s.Pending != 0 {
-		t.Fatalf("Stats after Stop: %+v", s)
-	}
+	require.True(t, s.Scheduled == 1 && s.Expired+s.ReturnedByStop == 1 && s.Pending == 0, "Stats after Stop: %+v", s)
 }
 
 // fuzzSettleTimeout bounds the real time a Settle may take: the worker
@@ -243,23 +207,13 @@ func TestFuzzHugeWheelIsValidatedWithoutAllocating(t *testing.T) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	h, err := New(WithTicksPerWheel(MaxTicksPerWheel), WithTickDuration(time.Millisecond),
-		WithLogger(modelDiscardLogger()))
+		WithLogger(discardLogger()))
 	runtime.ReadMemStats(&after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if h.config.ticksPerWheel != MaxTicksPerWheel {
-		t.Fatalf("ticksPerWheel %d", h.config.ticksPerWheel)
-	}
-	if grew := after.TotalAlloc - before.TotalAlloc; grew > 1<<20 {
-		t.Fatalf("New with a 1<<30 wheel allocated %d bytes", grew)
-	}
-	if res := h.Stop(); res != nil {
-		t.Fatalf("Stop before Start returned %v", res)
-	}
-	if err := h.Start(); !errors.Is(err, ErrStopped) {
-		t.Fatalf("Start after Stop: %v", err)
-	}
+	require.NoError(t, err)
+	require.Equal(t, MaxTicksPerWheel, h.config.ticksPerWheel)
+	require.LessOrEqual(t, after.TotalAlloc-before.TotalAlloc, uint64(1<<20), "bytes New allocated with a 1<<30 wheel")
+	require.Nil(t, h.Stop(), "Stop before Start")
+	require.ErrorIs(t, h.Start(), ErrStopped, "Start after Stop")
 }
 
 // FuzzModelOps drives the model of model_test.go with operation sequences

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
-	"log/slog"
 	"math"
 	"math/rand/v2"
 	"runtime"
@@ -274,14 +272,12 @@ func (r *modelRecorder) hook(id int) {
 	r.mu.Unlock()
 }
 
-// modelTask is a TimerTask with a Cancelled hook.
-type modelTask struct {
-	rec *modelRecorder
-	id  int
+// modelHookedTask returns a task with a Cancelled hook that reports to rec.
+func modelHookedTask(rec *modelRecorder, id int) *hookTask {
+	task := &hookTask{onCancel: func(Timeout) { rec.hook(id) }}
+	task.onRun = func(to Timeout) { rec.run(id, to, task) }
+	return task
 }
-
-func (m *modelTask) Run(to Timeout)    { m.rec.run(m.id, to, m) }
-func (m *modelTask) Cancelled(Timeout) { m.rec.hook(m.id) }
 
 // modelPlainTask is a TimerTask without a hook.
 type modelPlainTask struct {
@@ -312,10 +308,6 @@ type modelHarness struct {
 	returned, resets, periodicRuns          uint64
 }
 
-func modelDiscardLogger() *slog.Logger {
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
-}
-
 // modelRun builds a timer from src and runs up to maxOps operations on it
 // and on the model, checking them against each other after every step.
 func modelRun(src modelSource, maxOps int, trace *modelTrace) error {
@@ -332,7 +324,7 @@ func modelRun(src modelSource, maxOps int, trace *modelTrace) error {
 		cfg.tick, time.Duration(m.tick), cfg.wheel, cfg.maxPending, cfg.start, cfg.lazy)
 	h, err := New(WithTickDuration(cfg.tick), WithTicksPerWheel(cfg.wheel),
 		WithMaxPendingTimeouts(cfg.maxPending), WithExecutor(pool.Inline),
-		WithLogger(modelDiscardLogger()), withClock(m.fake))
+		WithLogger(discardLogger()), withClock(m.fake))
 	if err != nil {
 		return fmt.Errorf("New: %v", err)
 	}
@@ -483,7 +475,7 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 		case id%3 == 0:
 			news[i].task = &modelPlainTask{rec: m.rec, id: id}
 		default:
-			news[i].task = &modelTask{rec: m.rec, id: id}
+			news[i].task = modelHookedTask(m.rec, id)
 		}
 	}
 	cancelled := make([]bool, len(cancels))
@@ -504,22 +496,12 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 		}
 		cancelled[i-len(delays)] = cancels[i-len(delays)].handle.Cancel()
 	}
-	n := len(delays) + len(cancels)
-	if n == 1 {
+	if n := len(delays) + len(cancels); n == 1 {
 		do(0)
 	} else {
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i := 0; i < n; i++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				do(i)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		start, wait := concurrently(n, do)
+		start()
+		wait()
 	}
 	m.fake.Settle()
 
@@ -557,7 +539,7 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 			m.accepted++
 			e := &modelEntry{id: r.id, handle: r.to, task: r.task, delay: delays[i], created: now,
 				deadline: modelDeadline(now, delays[i])}
-			_, e.hooked = r.task.(*modelTask)
+			_, e.hooked = r.task.(*hookTask)
 			e.fireTick = max(modelFloorDiv(e.deadline, m.tick), cur)
 			if want := m.h.startTime.Add(time.Duration(e.deadline)); !r.to.Deadline().Equal(want) {
 				return fmt.Errorf("timeout #%d: Deadline() is %v, want the start %+v = %v",
@@ -666,19 +648,10 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 		before[e] = e.state
 	}
 	results := make([]bool, len(targets))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, e := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i] = e.handle.Cancel()
-		}()
-	}
-	close(start)
+	start, wait := concurrently(len(targets), func(i int) { results[i] = targets[i].handle.Cancel() })
+	start()
 	m.fake.Advance(time.Duration(m.tick - m.now()%m.tick))
-	wg.Wait()
+	wait()
 	m.fake.Settle()
 	now, next := m.now(), m.curTick()
 
@@ -708,23 +681,31 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 			ids = append(ids, fmt.Sprintf("#%d fired", e.id))
 		}
 	}
-	fired, processed := 0, 0
-	for _, e := range m.entries {
-		switch {
-		case e.period != 0 && e.state == modelAlive:
-			fired += m.runPeriodic(e, now, next)
-		case e.state == modelAlive && e.fireTick < next:
-			e.state, e.firedAt = modelFired, now
-			fired++
-		case e.state == modelCancelled && !e.processed && e.cancelTick < next:
-			e.processed, e.uncertain = true, false
-			processed++
-		}
-	}
+	fired, processed := m.endTicks(now, next)
 	sort.Strings(ids)
 	m.trace.add("race %d Cancels with the end of tick %d (t=%d): %s; %d fire, %d cancellations processed",
 		len(targets), cur, now, strings.Join(ids, " "), fired, processed)
 	return m.check()
+}
+
+// endTicks applies, in the model, the ticks before cur, processed with the
+// clock at now: the timeouts due in them fire, periodic ones run, and the
+// cancellations made in them are processed. It returns how many fired and
+// how many cancellations were processed.
+func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
+	for _, e := range m.entries {
+		switch {
+		case e.period != 0 && e.state == modelAlive:
+			fired += m.runPeriodic(e, now, cur)
+		case e.state == modelAlive && e.fireTick < cur:
+			e.state, e.firedAt = modelFired, now
+			fired++
+		case e.state == modelCancelled && !e.processed && e.cancelTick < cur:
+			e.processed, e.uncertain = true, false
+			processed++
+		}
+	}
+	return fired, processed
 }
 
 // runPeriodic runs, in the model, the periodic timeout e once the clock has
@@ -769,18 +750,9 @@ func (m *modelHarness) reset(src modelSource) error {
 		delays[i] = m.genDelay(src)
 	}
 	results := make([]bool, len(targets))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, e := range targets {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			results[i] = e.handle.Reset(delays[i])
-		}()
-	}
-	close(start)
-	wg.Wait()
+	start, wait := concurrently(len(targets), func(i int) { results[i] = targets[i].handle.Reset(delays[i]) })
+	start()
+	wait()
 	m.fake.Settle()
 	now, cur := m.now(), m.curTick()
 	var ids []string
@@ -866,18 +838,7 @@ func (m *modelHarness) advance(d time.Duration) error {
 	now, cur := m.now(), m.curTick()
 	fired, processed := 0, 0
 	if m.started && !m.stopped {
-		for _, e := range m.entries {
-			switch {
-			case e.period != 0 && e.state == modelAlive:
-				fired += m.runPeriodic(e, now, cur)
-			case e.state == modelAlive && e.fireTick < cur:
-				e.state, e.firedAt = modelFired, now
-				fired++
-			case e.state == modelCancelled && !e.processed && e.cancelTick < cur:
-				e.processed, e.uncertain = true, false
-				processed++
-			}
-		}
+		fired, processed = m.endTicks(now, cur)
 	}
 	ticks := "no tick ended"
 	if cur > before {

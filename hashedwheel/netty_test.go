@@ -1,7 +1,6 @@
 package hashedwheel
 
 import (
-	"errors"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -9,20 +8,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // Netty's HashedWheelTimerTest, case by case (the Netty name is in each
 // comment). Where Netty sleeps, these tests move a fake clock; real time is
 // used only where it is the subject: that a task waits for its delay.
-
-func mustSchedule(tb testing.TB, h *HashedWheelTimer, task TimerTask, delay time.Duration) Timeout {
-	tb.Helper()
-	to, err := h.NewTimeout(task, delay)
-	require.NoError(tb, err)
-	return to
-}
 
 // testScheduleTimeoutShouldNotRunBeforeDelay
 func TestNettyScheduleTimeoutShouldNotRunBeforeDelay(t *testing.T) {
@@ -36,7 +26,7 @@ func TestNettyScheduleTimeoutShouldNotRunBeforeDelay(t *testing.T) {
 	require.NoError(t, err)
 	select {
 	case <-ran:
-		t.Fatal("ran before its delay")
+		require.Fail(t, "ran before its delay")
 	case <-time.After(delay - 50*time.Millisecond):
 	}
 	assert.False(t, to.IsExpired())
@@ -54,7 +44,7 @@ func TestNettyScheduleTimeoutShouldRunAfterDelay(t *testing.T) {
 	select {
 	case <-ran:
 	case <-time.After(3 * time.Second):
-		t.Fatal("did not run within 3s of a 200ms delay")
+		require.Fail(t, "did not run within 3s of a 200ms delay")
 	}
 	assert.True(t, to.IsExpired())
 }
@@ -94,17 +84,13 @@ func TestNettyNewTimeoutAfterStopFails(t *testing.T) {
 // 100ms on a 32-bucket wheel keeps running; Stop returns the re-armed one.
 func TestNettyTimerOverflowWheelLength(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTickDuration(100*time.Millisecond), WithTicksPerWheel(32))
-	runs := 0
-	var task TaskFunc
-	task = func(Timeout) {
-		runs++
-		mustSchedule(t, h, task, 100*time.Millisecond)
-	}
+	task := &reschedulingTask{h: h, delay: 100 * time.Millisecond}
 	mustSchedule(t, h, task, 100*time.Millisecond)
-	for runs < 3 {
+	for task.runs.Load() < 3 {
 		fake.Advance(100 * time.Millisecond)
 		fake.Settle()
 	}
+	assert.Zero(t, task.errs.Load(), "re-schedules refused")
 	assert.Len(t, h.Stop(), 1)
 }
 
@@ -113,18 +99,14 @@ func TestNettyTimerOverflowWheelLength(t *testing.T) {
 // exactly 3 times in 3.5s; rounds counted from tick zero made it drift.
 func TestNettySelfReschedulingDoesNotDrift(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTickDuration(100*time.Millisecond), WithTicksPerWheel(32))
-	runs := 0
-	var task TaskFunc
-	task = func(Timeout) {
-		runs++
-		mustSchedule(t, h, task, time.Second)
-	}
+	task := &reschedulingTask{h: h, delay: time.Second}
 	mustSchedule(t, h, task, time.Second)
 	for i := 0; i < 35; i++ {
 		fake.Advance(100 * time.Millisecond)
 		fake.Settle()
 	}
-	assert.Equal(t, 3, runs)
+	assert.Zero(t, task.errs.Load(), "re-schedules refused")
+	assert.Equal(t, int64(3), task.runs.Load())
 }
 
 // testExecutionOnTime: 100 000 timeouts of 125ms on a 200ms tick each run
@@ -156,24 +138,20 @@ func TestNettyExecutionOnTime(t *testing.T) {
 	}
 }
 
-// countingExecutor runs tasks inline and counts them.
-type countingExecutor struct{ ran atomic.Int64 }
-
-func (e *countingExecutor) Execute(task func()) error {
-	defer e.ran.Add(1)
-	task()
-	return nil
-}
-
 // testExecutionOnTaskExecutor
 func TestNettyExecutionOnTaskExecutor(t *testing.T) {
-	exec := &countingExecutor{}
+	var executed atomic.Int64
+	exec := executorFunc(func(task func()) error { // inline, counted
+		defer executed.Add(1)
+		task()
+		return nil
+	})
 	h, fake := newFakeTimer(t, WithTicksPerWheel(32), WithMaxPendingTimeouts(2), WithExecutor(exec))
 	ran := false
 	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 10*time.Millisecond)
 	advance(fake, 2*testTick)
 	assert.True(t, ran)
-	assert.Equal(t, int64(1), exec.ran.Load(), "the task went through the executor")
+	assert.Equal(t, int64(1), executed.Load(), "the task went through the executor")
 }
 
 // testRejectedExecutionExceptionWhenTooManyTimeoutsAreAddedBackToBack
@@ -271,23 +249,15 @@ func TestNettyStopTimerCancelsPendingTasks(t *testing.T) {
 	}
 }
 
-// hookTask fails the test if it runs and counts its Cancelled calls.
-type hookTask struct {
-	t         *testing.T
-	cancelled atomic.Int32
-}
-
-func (h *hookTask) Run(Timeout)       { h.t.Error("a cancelled task ran") }
-func (h *hookTask) Cancelled(Timeout) { h.cancelled.Add(1) }
-
 // cancelWillCallCallback (upstream lacks @Test, so it never ran there)
 func TestNettyCancelWillCallCallback(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	task := &hookTask{t: t}
+	task := &hookTask{}
 	to := mustSchedule(t, h, task, 90*time.Millisecond)
 	assert.Equal(t, int64(1), h.PendingTimeouts())
 	assert.True(t, to.Cancel())
 	advance(fake, 200*time.Millisecond)
+	assert.Zero(t, task.runs.Load(), "a cancelled task ran")
 	assert.Equal(t, int32(1), task.cancelled.Load())
 	assert.Zero(t, h.PendingTimeouts())
 }
@@ -338,7 +308,5 @@ func TestNettyStopFromInlineTaskDoesNotDeadlock(t *testing.T) {
 	require.Len(t, left, 1)
 	assert.Same(t, pending.(*timeout), left[0].(*timeout))
 	_, err := h.NewTimeout(noopTask, 0)
-	assert.True(t, errors.Is(err, ErrStopped))
+	assert.ErrorIs(t, err, ErrStopped)
 }
-
-var _ pool.Executor = (*countingExecutor)(nil)

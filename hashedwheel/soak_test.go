@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -69,9 +72,7 @@ func TestSoak(t *testing.T) {
 	runtime.ReadMemStats(&baseMem)
 
 	shared, err := pool.NewAnts(64) // one slot's timers share a caller-owned pool
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	var (
 		mu      sync.Mutex
 		all     []*soakTimer // every timer made, for the final balance
@@ -84,7 +85,7 @@ func TestSoak(t *testing.T) {
 		made++
 		n := made
 		mu.Unlock()
-		opts := []Option{WithTickDuration(time.Millisecond), WithLogger(modelDiscardLogger())}
+		opts := []Option{WithTickDuration(time.Millisecond), WithLogger(discardLogger())}
 		name := fmt.Sprintf("timer %d (slot %d", n, slot)
 		switch slot {
 		case 0:
@@ -166,7 +167,7 @@ func TestSoak(t *testing.T) {
 				case errors.Is(err, ErrTooManyPendingTimeouts):
 					st.rejectedFull.Add(1)
 				case err != nil:
-					t.Errorf("%s: NewTimeout: %v", st.name, err)
+					assert.NoError(t, err, "%s: NewTimeout", st.name) // a producer's goroutine: no require
 					return
 				default:
 					st.scheduled.Add(1)
@@ -216,9 +217,7 @@ func TestSoak(t *testing.T) {
 	for i := range slots {
 		stop(slots[i].Load())
 	}
-	if stopErr != nil {
-		t.Fatal(stopErr)
-	}
+	require.NoError(t, stopErr)
 
 	// Tasks handed to a pool may still be running: wait, polling, until each
 	// timer's task has run as often as it has expired timeouts. (No event
@@ -236,16 +235,13 @@ func TestSoak(t *testing.T) {
 	for _, st := range all {
 		s := st.h.Stats()
 		sched, fired, canc, ret := st.scheduled.Load(), st.task.fired.Load(), st.cancelled.Load(), st.returned.Load()
-		if sched != fired+canc+ret {
-			t.Errorf("%s: scheduled %d != fired %d + cancelled %d + returned by Stop %d (Stats %+v)",
-				st.name, sched, fired, canc, ret, s)
-		}
-		if s.Scheduled != uint64(sched) || s.Expired != uint64(fired) || s.Cancelled != uint64(canc) ||
-			s.ReturnedByStop != uint64(ret) || s.RejectedStopped != uint64(st.rejectedStopped.Load()) ||
-			s.RejectedFull != uint64(st.rejectedFull.Load()) || s.Pending != 0 {
-			t.Errorf("%s: Stats %+v; the test counted scheduled %d, fired %d, cancelled %d, returned %d, refused (stopped) %d, refused (full) %d",
-				st.name, s, sched, fired, canc, ret, st.rejectedStopped.Load(), st.rejectedFull.Load())
-		}
+		assert.Equal(t, sched, fired+canc+ret, "%s: scheduled %d != fired %d + cancelled %d + returned by Stop %d (Stats %+v)",
+			st.name, sched, fired, canc, ret, s)
+		counted := Stats{Scheduled: uint64(sched), Expired: uint64(fired), Cancelled: uint64(canc), ReturnedByStop: uint64(ret),
+			RejectedStopped: uint64(st.rejectedStopped.Load()), RejectedFull: uint64(st.rejectedFull.Load())}
+		got := Stats{Pending: s.Pending, Scheduled: s.Scheduled, Expired: s.Expired, Cancelled: s.Cancelled,
+			ReturnedByStop: s.ReturnedByStop, RejectedStopped: s.RejectedStopped, RejectedFull: s.RejectedFull}
+		assert.Equal(t, counted, got, "%s: Stats %+v, against the test's counts", st.name, s)
 		tot.scheduled += sched
 		tot.fired += fired
 		tot.cancelled += canc
@@ -257,12 +253,9 @@ func TestSoak(t *testing.T) {
 		producers, elapsed.Round(time.Millisecond), ops.Load(), float64(ops.Load())/elapsed.Seconds(), len(all))
 	t.Logf("balance: scheduled %d = fired %d + cancelled %d + returned by Stop %d (%d); refused: %d stopped, %d full",
 		tot.scheduled, tot.fired, tot.cancelled, tot.returned, tot.fired+tot.cancelled+tot.returned, tot.rejStopped, tot.rejFull)
-	if tot.scheduled != tot.fired+tot.cancelled+tot.returned {
-		t.Errorf("totals do not balance")
-	}
-	if tot.fired == 0 || tot.cancelled == 0 || tot.returned == 0 || tot.rejStopped == 0 {
-		t.Errorf("the soak did not exercise every outcome: %+v", tot)
-	}
+	assert.Equal(t, tot.scheduled, tot.fired+tot.cancelled+tot.returned, "totals do not balance")
+	assert.True(t, tot.fired != 0 && tot.cancelled != 0 && tot.returned != 0 && tot.rejStopped != 0,
+		"the soak did not exercise every outcome: %+v", tot)
 
 	// Goroutines: the workers and pools are gone.
 	all = nil
@@ -271,7 +264,7 @@ func TestSoak(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > baseGoroutines {
 		buf := make([]byte, 1<<20)
-		t.Fatalf("%d goroutines, baseline %d:\n%s", n, baseGoroutines, buf[:runtime.Stack(buf, true)])
+		require.Fail(t, fmt.Sprintf("%d goroutines, baseline %d:\n%s", n, baseGoroutines, buf[:runtime.Stack(buf, true)]))
 	}
 	// Heap: what the soak allocated is garbage now.
 	runtime.GC()
@@ -280,8 +273,7 @@ func TestSoak(t *testing.T) {
 	runtime.ReadMemStats(&endMem)
 	t.Logf("heap: %d KiB at the start, %d KiB after GC at the end; goroutines %d, baseline %d",
 		baseMem.HeapAlloc>>10, endMem.HeapAlloc>>10, runtime.NumGoroutine(), baseGoroutines)
-	if endMem.HeapAlloc > baseMem.HeapAlloc+soakHeapSlack {
-		t.Errorf("heap after GC %d KiB, baseline %d KiB: more than %d MiB retained",
-			endMem.HeapAlloc>>10, baseMem.HeapAlloc>>10, soakHeapSlack>>20)
-	}
+	assert.LessOrEqual(t, endMem.HeapAlloc, baseMem.HeapAlloc+soakHeapSlack,
+		"heap after GC %d KiB, baseline %d KiB: more than %d MiB retained",
+		endMem.HeapAlloc>>10, baseMem.HeapAlloc>>10, soakHeapSlack>>20)
 }

@@ -1,35 +1,26 @@
 package hashedwheel
 
 import (
-	"errors"
 	"fmt"
-	"github.com/stretchr/testify/assert"
-	"io"
-	"log/slog"
 	"runtime"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // statsBalance fails the test unless the counters of a quiet timer add up:
 // every accepted timeout is pending, expired, cancelled or returned by Stop.
 func statsBalance(tb testing.TB, s Stats) {
 	tb.Helper()
-	if s.Pending < 0 {
-		tb.Fatalf("Pending = %d < 0: %+v", s.Pending, s)
-	}
+	require.GreaterOrEqual(tb, s.Pending, int64(0), "Pending: %+v", s)
 	sum := uint64(s.Pending) + s.Expired + s.Cancelled + s.ReturnedByStop
-	if s.Scheduled != sum {
-		tb.Fatalf("Scheduled = %d, want Pending+Expired+Cancelled+ReturnedByStop = %d: %+v",
-			s.Scheduled, sum, s)
-	}
-	if s.MaxTickLag < 0 {
-		tb.Fatalf("MaxTickLag = %v < 0", s.MaxTickLag)
-	}
+	require.Equal(tb, sum, s.Scheduled, "Scheduled, want Pending+Expired+Cancelled+ReturnedByStop: %+v", s)
+	require.GreaterOrEqual(tb, s.MaxTickLag, time.Duration(0), "MaxTickLag")
 }
 
 // statsWant compares the counters that a fake-clock test controls exactly.
@@ -38,27 +29,15 @@ func statsWant(tb testing.TB, got Stats, want Stats) {
 	// Ticks and MaxTickLag depend on how the test drives the clock; callers
 	// check them separately.
 	got.Ticks, got.MaxTickLag = 0, 0
-	if got != want {
-		tb.Fatalf("Stats() =\n\t%+v\nwant\n\t%+v", got, want)
-	}
+	require.Equal(tb, want, got, "Stats()")
 }
-
-func statsNop(Timeout) {}
 
 func TestStatsZeroBeforeStart(t *testing.T) {
 	h, err := New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := h.Stats(); got != (Stats{}) {
-		t.Fatalf("Stats() of a new timer = %+v, want zero", got)
-	}
-	if got := h.Stop(); got != nil {
-		t.Fatalf("Stop() of an unstarted timer = %v, want nil", got)
-	}
-	if got := h.Stats(); got != (Stats{}) {
-		t.Fatalf("Stats() after Stop of an unstarted timer = %+v, want zero", got)
-	}
+	require.NoError(t, err)
+	require.Zero(t, h.Stats(), "Stats() of a new timer")
+	require.Nil(t, h.Stop(), "Stop() of an unstarted timer")
+	require.Zero(t, h.Stats(), "Stats() after Stop of an unstarted timer")
 }
 
 // TestStatsLifecycle walks one timer through scheduling, cancelling (both
@@ -74,115 +53,79 @@ func TestStatsLifecycle(t *testing.T) {
 		35 * time.Millisecond, time.Hour, 2 * time.Hour}
 	tos := make([]Timeout, len(delays))
 	for i, d := range delays {
-		to, err := h.NewTimeout(task(i), d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tos[i] = to
+		tos[i] = mustSchedule(t, h, task(i), d)
 	}
 	fake.Settle()
 	statsWant(t, h.Stats(), Stats{Pending: 5, Scheduled: 5})
-	if got := h.PendingTimeouts(); got != 5 {
-		t.Fatalf("PendingTimeouts() = %d, want 5", got)
-	}
+	require.Equal(t, int64(5), h.PendingTimeouts())
 
 	// 1 is cancelled while still queued: the worker counts it when it drops
 	// it, on the next tick. Until then Pending keeps it, as PendingTimeouts
 	// does.
-	if !tos[1].Cancel() {
-		t.Fatal("Cancel of a pending timeout returned false")
-	}
-	if tos[1].Cancel() {
-		t.Fatal("second Cancel returned true")
-	}
+	require.True(t, tos[1].Cancel(), "Cancel of a pending timeout")
+	require.False(t, tos[1].Cancel(), "second Cancel")
 	statsWant(t, h.Stats(), Stats{Pending: 5, Scheduled: 5})
 
 	advance(fake, 20*time.Millisecond) // ticks 0 and 1: 1 dropped, 0 fires
 	statsWant(t, h.Stats(), Stats{Pending: 3, Scheduled: 5, Expired: 1, Cancelled: 1})
-	if len(ran) != 1 || ran[0] != 0 {
-		t.Fatalf("ran %v, want [0]", ran)
-	}
+	require.Equal(t, []int{0}, ran)
 	statsBalance(t, h.Stats())
 
 	// 3 is in a bucket now: its cancellation is processed on the next tick.
-	if !tos[3].Cancel() {
-		t.Fatal("Cancel of a timeout in the wheel returned false")
-	}
+	require.True(t, tos[3].Cancel(), "Cancel of a timeout in the wheel")
 	statsWant(t, h.Stats(), Stats{Pending: 3, Scheduled: 5, Expired: 1, Cancelled: 1})
 	advance(fake, 20*time.Millisecond) // ticks 2 and 3: 3 unlinked, 2 fires
 	statsWant(t, h.Stats(), Stats{Pending: 1, Scheduled: 5, Expired: 2, Cancelled: 2})
 	statsBalance(t, h.Stats())
 
 	// Cancelling an expired or cancelled timeout changes nothing.
-	if tos[0].Cancel() || tos[3].Cancel() {
-		t.Fatal("Cancel of an expired or cancelled timeout returned true")
-	}
+	require.False(t, tos[0].Cancel(), "Cancel of an expired timeout")
+	require.False(t, tos[3].Cancel(), "Cancel of a cancelled timeout")
 	// One more, cancelled at once.
-	late, err := h.NewTimeout(task(5), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !late.Cancel() {
-		t.Fatal("Cancel of a new timeout returned false")
-	}
+	late := mustSchedule(t, h, task(5), time.Hour)
+	require.True(t, late.Cancel(), "Cancel of a new timeout")
 	advance(fake, testTick)
 	statsWant(t, h.Stats(), Stats{Pending: 1, Scheduled: 6, Expired: 2, Cancelled: 3})
 
-	stopped := h.Stop()
-	if len(stopped) != 1 || stopped[0] != tos[4] {
-		t.Fatalf("Stop returned %v, want only timeout 4", stopped)
-	}
+	require.Equal(t, []Timeout{tos[4]}, h.Stop(), "Stop returns only timeout 4")
 	statsWant(t, h.Stats(), Stats{Scheduled: 6, Expired: 2, Cancelled: 3, ReturnedByStop: 1})
 	statsBalance(t, h.Stats())
 
 	// Rejections after Stop are counted and schedule nothing; a nil task is
 	// not a rejection of either kind.
 	for range 3 {
-		if _, err := h.NewTimeout(TaskFunc(statsNop), time.Millisecond); !errors.Is(err, ErrStopped) {
-			t.Fatalf("NewTimeout after Stop: err = %v, want ErrStopped", err)
-		}
+		_, err := h.NewTimeout(noopTask, time.Millisecond)
+		require.ErrorIs(t, err, ErrStopped, "NewTimeout after Stop")
 	}
-	if _, err := h.AfterFunc(time.Millisecond, func() {}); !errors.Is(err, ErrStopped) {
-		t.Fatalf("AfterFunc after Stop: err = %v, want ErrStopped", err)
-	}
-	if _, err := h.NewTimeout(nil, time.Millisecond); !errors.Is(err, ErrNilTask) {
-		t.Fatalf("NewTimeout(nil): err = %v, want ErrNilTask", err)
-	}
+	_, err := h.AfterFunc(time.Millisecond, func() {})
+	require.ErrorIs(t, err, ErrStopped, "AfterFunc after Stop")
+	_, err = h.NewTimeout(nil, time.Millisecond)
+	require.ErrorIs(t, err, ErrNilTask, "NewTimeout(nil)")
 	statsWant(t, h.Stats(), Stats{Scheduled: 6, Expired: 2, Cancelled: 3, ReturnedByStop: 1,
 		RejectedStopped: 4})
-	if len(ran) != 2 || ran[1] != 2 {
-		t.Fatalf("ran %v, want [0 2]", ran)
-	}
+	require.Equal(t, []int{0, 2}, ran)
 }
 
 func TestStatsRejectedFull(t *testing.T) {
 	h, fake := newFakeTimer(t, WithMaxPendingTimeouts(2))
-	a, err := h.NewTimeout(TaskFunc(statsNop), time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := h.NewTimeout(TaskFunc(statsNop), 15*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	a := mustSchedule(t, h, noopTask, time.Hour)
+	mustSchedule(t, h, noopTask, 15*time.Millisecond)
 	for range 2 {
-		if _, err := h.NewTimeout(TaskFunc(statsNop), time.Hour); !errors.Is(err, ErrTooManyPendingTimeouts) {
-			t.Fatalf("third pending timeout: err = %v, want ErrTooManyPendingTimeouts", err)
-		}
+		_, err := h.NewTimeout(noopTask, time.Hour)
+		require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "third pending timeout")
 	}
 	fake.Settle()
 	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2, RejectedFull: 2})
 
 	// A cancelled timeout keeps its place until the worker processes it.
 	a.Cancel()
-	if _, err := h.NewTimeout(TaskFunc(statsNop), time.Hour); !errors.Is(err, ErrTooManyPendingTimeouts) {
-		t.Fatalf("before the cancellation is processed: err = %v, want ErrTooManyPendingTimeouts", err)
-	}
+	_, err := h.NewTimeout(noopTask, time.Hour)
+	require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "before the cancellation is processed")
 	advance(fake, 20*time.Millisecond) // processes the cancel; the second expires
 	statsWant(t, h.Stats(), Stats{Scheduled: 2, Expired: 1, Cancelled: 1, RejectedFull: 3})
 	for range 2 {
-		if _, err := h.NewTimeout(TaskFunc(statsNop), time.Hour); err != nil {
-			t.Fatalf("after both left the pending set: %v", err)
-		}
+		_, err := h.NewTimeout(noopTask, time.Hour)
+		require.NoError(t, err, "after both left the pending set")
 	}
 	fake.Settle()
 	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 4, Expired: 1, Cancelled: 1, RejectedFull: 3})
@@ -194,55 +137,43 @@ func TestStatsRejectedFull(t *testing.T) {
 // A timeout is due in each of the first ten ticks, so that none is skipped.
 func TestStatsTicksAndLag(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	if s := h.Stats(); s.Ticks != 0 || s.MaxTickLag != 0 {
-		t.Fatalf("idle timer: Ticks = %d, MaxTickLag = %v, want 0, 0", s.Ticks, s.MaxTickLag)
-	}
+	s := h.Stats()
+	require.Zero(t, s.Ticks, "idle timer")
+	require.Zero(t, s.MaxTickLag, "idle timer")
 	for i := range 10 {
-		if _, err := h.NewTimeout(TaskFunc(statsNop), time.Duration(i)*testTick); err != nil {
-			t.Fatal(err)
-		}
+		mustSchedule(t, h, noopTask, time.Duration(i)*testTick)
 	}
 	fake.Settle()
 	advance(fake, 5*testTick)
-	s := h.Stats()
-	if s.Ticks != 5 || s.MaxTickLag != 0 {
-		t.Fatalf("after 5 punctual ticks: Ticks = %d, MaxTickLag = %v, want 5, 0", s.Ticks, s.MaxTickLag)
-	}
+	s = h.Stats()
+	require.Equal(t, uint64(5), s.Ticks, "after 5 punctual ticks")
+	require.Zero(t, s.MaxTickLag, "after 5 punctual ticks")
 
 	fake.Advance(3 * testTick)
 	fake.Settle()
 	s = h.Stats()
-	if s.Ticks != 8 || s.MaxTickLag != 2*testTick {
-		t.Fatalf("after a jump of 3 ticks: Ticks = %d, MaxTickLag = %v, want 8, %v", s.Ticks, s.MaxTickLag, 2*testTick)
-	}
+	require.Equal(t, uint64(8), s.Ticks, "after a jump of 3 ticks")
+	require.Equal(t, 2*testTick, s.MaxTickLag, "after a jump of 3 ticks")
 
 	// The worst lag is kept, not overwritten by a smaller one.
 	fake.Advance(2 * testTick)
 	fake.Settle()
 	s = h.Stats()
-	if s.Ticks != 10 || s.MaxTickLag != 2*testTick {
-		t.Fatalf("after a jump of 2 ticks: Ticks = %d, MaxTickLag = %v, want 10, %v", s.Ticks, s.MaxTickLag, 2*testTick)
-	}
+	require.Equal(t, uint64(10), s.Ticks, "after a jump of 2 ticks")
+	require.Equal(t, 2*testTick, s.MaxTickLag, "after a jump of 2 ticks")
 	statsBalance(t, s)
 }
 
-// statsRefusing is an executor that refuses every task.
-type statsRefusing struct{}
-
-func (statsRefusing) Execute(func()) error { return pool.ErrClosed }
-
 func TestStatsExecutorFailures(t *testing.T) {
-	h, fake := newFakeTimer(t, WithExecutor(statsRefusing{}), WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	h, fake := newFakeTimer(t, WithExecutor(&refusingExecutor{}))
 	ran := make(chan struct{}, 1)
-	if _, err := h.NewTimeout(TaskFunc(func(Timeout) { ran <- struct{}{} }), 5*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	mustSchedule(t, h, TaskFunc(func(Timeout) { ran <- struct{}{} }), 5*time.Millisecond)
 	fake.Settle()
 	advance(fake, testTick)
 	select {
 	case <-ran: // a refused task still runs, on a goroutine of its own
 	case <-time.After(10 * time.Second):
-		t.Fatal("the refused task never ran")
+		require.Fail(t, "the refused task never ran")
 	}
 	statsWant(t, h.Stats(), Stats{Scheduled: 1, Expired: 1, ExecutorFailures: 1})
 }
@@ -252,9 +183,7 @@ func TestStatsExecutorFailures(t *testing.T) {
 // totals must never go down, and the quiet timer must balance.
 func TestStatsConcurrent(t *testing.T) {
 	h, err := New(WithTickDuration(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	defer h.Stop()
 
 	const producers, perProducer = 4, 500
@@ -290,78 +219,56 @@ func TestStatsConcurrent(t *testing.T) {
 		}
 	}()
 
+	// The producers run on goroutines of their own: assert, not require.
 	racetest.Run(producers, perProducer, func(p, i int) {
 		if i%2 == 0 {
-			if _, err := h.AfterFunc(time.Duration(i%20)*time.Millisecond, fired.Done); err != nil {
-				t.Errorf("producer %d: %v", p, err)
+			if _, err := h.AfterFunc(time.Duration(i%20)*time.Millisecond, fired.Done); !assert.NoError(t, err, "producer %d", p) {
 				fired.Done()
 			}
 			return
 		}
-		to, err := h.AfterFunc(time.Hour, func() { t.Error("a cancelled timeout fired") })
-		if err != nil {
-			t.Errorf("producer %d: %v", p, err)
+		to, err := h.AfterFunc(time.Hour, func() { assert.Fail(t, "a cancelled timeout fired") })
+		if !assert.NoError(t, err, "producer %d", p) {
 			return
 		}
-		if !to.Cancel() {
-			t.Error("Cancel of a pending timeout returned false")
-		}
+		assert.True(t, to.Cancel(), "Cancel of a pending timeout")
 	})()
 	fired.Wait()
 
 	// Wait for the worker to process the last cancellations.
-	deadline := time.Now().Add(10 * time.Second)
-	for h.Stats().Pending != 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("still pending after 10s: %+v", h.Stats())
-		}
-		time.Sleep(time.Millisecond)
-	}
+	require.Eventually(t, func() bool { return h.Stats().Pending == 0 }, 10*time.Second, time.Millisecond,
+		"still pending after 10s")
 	close(stop)
-	if err := <-polled; err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, <-polled)
 
 	const total = producers * perProducer
 	s := h.Stats()
 	statsBalance(t, s)
-	if s.Scheduled != total || s.Expired != total/2 || s.Cancelled != total/2 {
-		t.Fatalf("Stats() = %+v, want Scheduled %d, Expired %d, Cancelled %d", s, total, total/2, total/2)
-	}
-	if s.Ticks == 0 {
-		t.Fatal("Ticks = 0 after timeouts fired")
-	}
-	if s.RejectedFull != 0 || s.RejectedStopped != 0 || s.ExecutorFailures != 0 {
-		t.Fatalf("unexpected rejections or failures: %+v", s)
-	}
-	if got := h.Stop(); len(got) != 0 {
-		t.Fatalf("Stop returned %d timeouts, want 0", len(got))
-	}
+	require.Equal(t, [3]uint64{total, total / 2, total / 2}, [3]uint64{s.Scheduled, s.Expired, s.Cancelled},
+		"Scheduled, Expired and Cancelled: %+v", s)
+	require.NotZero(t, s.Ticks, "Ticks after timeouts fired")
+	require.Zero(t, s.RejectedFull+s.RejectedStopped+s.ExecutorFailures, "unexpected rejections or failures: %+v", s)
+	require.Empty(t, h.Stop(), "Stop returned timeouts")
 	s = h.Stats()
 	statsBalance(t, s)
-	if s.ReturnedByStop != 0 || s.Pending != 0 {
-		t.Fatalf("after Stop: %+v", s)
-	}
+	require.Zero(t, s.ReturnedByStop, "after Stop: %+v", s)
+	require.Zero(t, s.Pending, "after Stop: %+v", s)
 }
 
 // TestStatsStopReturnsPending checks ReturnedByStop against Stop's result on
 // a real clock, with timeouts both in the wheel and still queued.
 func TestStatsStopReturnsPending(t *testing.T) {
 	h, err := New(WithTickDuration(time.Millisecond))
-	if err != nil {
-		t.Fatal(err)
-	}
+	require.NoError(t, err)
 	const n = 1000
 	for range n {
-		if _, err := h.NewTimeout(TaskFunc(statsNop), time.Hour); err != nil {
-			t.Fatal(err)
-		}
+		mustSchedule(t, h, noopTask, time.Hour)
 	}
 	got := h.Stop()
 	s := h.Stats()
-	if len(got) != n || s.ReturnedByStop != n || s.Scheduled != n || s.Pending != 0 {
-		t.Fatalf("Stop returned %d; Stats() = %+v; want %d returned, scheduled and counted", len(got), s, n)
-	}
+	require.Len(t, got, n, "Stop's result")
+	require.True(t, s.ReturnedByStop == n && s.Scheduled == n && s.Pending == 0,
+		"Stats() = %+v; want %d returned, scheduled and counted", s, n)
 	statsBalance(t, s)
 }
 
@@ -375,13 +282,8 @@ func TestStatsCountTimeoutsUnlinkedByPushes(t *testing.T) {
 	const n = 100
 	var last Timeout
 	for i := 0; i < n; i++ {
-		to, err := h.NewTimeout(noopTask, time.Hour)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !to.Cancel() {
-			t.Fatal("Cancel of a queued timeout returned false")
-		}
+		to := mustSchedule(t, h, noopTask, time.Hour)
+		require.True(t, to.Cancel(), "Cancel of a queued timeout")
 		last = to
 	}
 	fake.Settle()
@@ -391,9 +293,7 @@ func TestStatsCountTimeoutsUnlinkedByPushes(t *testing.T) {
 	advance(fake, 10*time.Millisecond)
 	statsWant(t, h.Stats(), Stats{Scheduled: n, Cancelled: n})
 	statsBalance(t, h.Stats())
-	if below := last.(*timeout).below(); below != nil {
-		t.Fatalf("the dropped timeout still links to %v", below)
-	}
+	require.Nil(t, last.(*timeout).below(), "the dropped timeout still links to another")
 }
 
 // TestPendingNeverExceedsTheLimit: with a limit of 1 and three goroutines
@@ -413,14 +313,15 @@ func TestPendingNeverExceedsTheLimit(t *testing.T) {
 				return
 			default:
 			}
+			// Not the test's goroutine: assert, not require.
 			p := h.PendingTimeouts()
 			s := h.Stats()
-			if p < 0 || p > 1 || s.Pending < 0 || s.Pending > 1 {
-				t.Errorf("PendingTimeouts %d, Stats %v: outside [0, 1]", p, s)
+			if !assert.True(t, p >= 0 && p <= 1 && s.Pending >= 0 && s.Pending <= 1,
+				"PendingTimeouts %d, Stats %v: outside [0, 1]", p, s) {
 				return
 			}
-			if s.Scheduled != uint64(s.Pending)+s.Expired+s.Cancelled+s.ReturnedByStop {
-				t.Errorf("unbalanced snapshot: %v", s)
+			if !assert.Equal(t, uint64(s.Pending)+s.Expired+s.Cancelled+s.ReturnedByStop, s.Scheduled,
+				"unbalanced snapshot: %v", s) {
 				return
 			}
 		}

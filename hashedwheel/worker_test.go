@@ -266,14 +266,14 @@ func TestWorkerSleepsUntilTheFirstDueTick(t *testing.T) {
 // wheel.
 func TestCancelReachesASleepingWorkerAtOnce(t *testing.T) {
 	h, fake := newFakeTimer(t, WithMaxPendingTimeouts(1))
-	hook := &cancelHook{}
+	hook := &hookTask{}
 	to := mustSchedule(t, h, hook, 10*time.Minute)
 	advance(fake, lingerTime+2*testTick)
 	require.Greater(t, fake.SleepingUntil(), int64(time.Minute), "asleep until the timeout")
 	require.True(t, to.Cancel())
 	fake.Settle() // the clock does not move
 	assert.Zero(t, h.PendingTimeouts())
-	assert.Equal(t, int32(1), hook.hooks.Load())
+	assert.Equal(t, int32(1), hook.cancelled.Load())
 	assert.Zero(t, h.worker.wheel.size)
 	mustSchedule(t, h, noopTask, time.Hour) // the place is free
 }

@@ -1,0 +1,333 @@
+package dispatch_test
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
+)
+
+// TestMain fails the package if a test leaves a drain function running.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// waitBound bounds every wait for work on other goroutines: far more than
+// the work needs, so that a lost task fails the test instead of hanging it.
+const waitBound = 10 * time.Second
+
+// goExecutor starts a goroutine per function and counts the calls.
+type goExecutor struct{ calls atomic.Int64 }
+
+func (e *goExecutor) Execute(f func()) error {
+	e.calls.Add(1)
+	go f()
+	return nil
+}
+
+// twiceExecutor runs every function twice, on two goroutines at once;
+// wait joins them.
+type twiceExecutor struct{ running sync.WaitGroup }
+
+func (e *twiceExecutor) Execute(f func()) error {
+	e.running.Add(2)
+	for range 2 {
+		go func() {
+			defer e.running.Done()
+			f()
+		}()
+	}
+	return nil
+}
+
+func (e *twiceExecutor) wait() { e.running.Wait() }
+
+var errFull = errors.New("executor full")
+
+// refusingExecutor refuses every function, or panics without running it.
+type refusingExecutor struct{ panics bool }
+
+func (e refusingExecutor) Execute(func()) error {
+	if e.panics {
+		panic("executor exploded")
+	}
+	return errFull
+}
+
+// queueExecutor keeps the functions it is given, for the test to run.
+type queueExecutor struct{ queued []func() }
+
+func (e *queueExecutor) Execute(f func()) error {
+	e.queued = append(e.queued, f)
+	return nil
+}
+
+// sequence returns the tasks 1, …, n.
+func sequence(n int) []int {
+	s := make([]int, n)
+	for i := range s {
+		s[i] = i + 1
+	}
+	return s
+}
+
+// closeAndWaitIdle closes d and waits until every task it dispatched has
+// returned.
+func closeAndWaitIdle(tb testing.TB, d *dispatch.Dispatcher[int]) {
+	tb.Helper()
+	d.Close()
+	select {
+	case <-d.Idle():
+	case <-time.After(waitBound):
+		require.Fail(tb, fmt.Sprintf("not idle within %v: %d tasks in flight", waitBound, d.InFlight()))
+	}
+	assert.Zero(tb, d.InFlight(), "in flight once idle")
+}
+
+// TestInlineRunsTasksOnTheCallerInOrder: with no executor, Dispatch runs
+// every task itself, on the calling goroutine and in order, before it
+// returns, and clears the slice it was given.
+func TestInlineRunsTasksOnTheCallerInOrder(t *testing.T) {
+	caller := goid.Current()
+	var order []int
+	var goroutines []uint64
+	d := dispatch.New(dispatch.Config[int]{Run: func(task int) {
+		order = append(order, task)
+		goroutines = append(goroutines, goid.Current())
+	}})
+	require.True(t, d.Inline())
+	tasks := []int{3, 1, 4, 1, 5, 9, 2, 6}
+	want := append([]int(nil), tasks...)
+	d.Dispatch(tasks)
+	assert.Equal(t, want, order, "every task ran, in order, before Dispatch returned")
+	for i, g := range goroutines {
+		assert.Equal(t, caller, g, "task %d ran on another goroutine", i)
+	}
+	assert.Equal(t, make([]int, len(want)), tasks, "the slice is cleared")
+	assert.Zero(t, d.InFlight())
+
+	select {
+	case <-d.Idle():
+		assert.Fail(t, "idle before Close")
+	default:
+	}
+	d.Close()
+	select {
+	case <-d.Idle():
+	default:
+		assert.Fail(t, "Close with nothing in flight is not idle at once")
+	}
+}
+
+// TestEveryTaskRunsOnceOnAGoroutinePerCall: on an executor that starts a
+// goroutine per call, every task runs exactly once, the slice is cleared
+// when Dispatch returns, and InFlight drops to zero.
+func TestEveryTaskRunsOnceOnAGoroutinePerCall(t *testing.T) {
+	const n = 1000
+	runs := make([]atomic.Int32, n+1)
+	exec := &goExecutor{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 64, Run: func(task int) { runs[task].Add(1) }})
+	require.False(t, d.Inline())
+	tasks := sequence(n)
+	d.Dispatch(tasks)
+	assert.Equal(t, make([]int, n), tasks, "Dispatch copies the tasks and clears the slice")
+	closeAndWaitIdle(t, d)
+	for task := 1; task <= n; task++ {
+		assert.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
+	}
+	assert.Positive(t, exec.calls.Load())
+}
+
+// TestIdleWaitsForTheLastTask: after Close, Idle stays open while a task
+// runs and closes once it returns.
+func TestIdleWaitsForTheLastTask(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 4, Run: func(task int) {
+		if task == 1 {
+			close(started)
+			<-release
+		}
+	}})
+	d.Dispatch(sequence(3))
+	<-started
+	d.Close()
+	select {
+	case <-d.Idle():
+		assert.Fail(t, "idle while a task runs")
+	default:
+	}
+	assert.Positive(t, d.InFlight(), "the blocked task is in flight")
+	close(release)
+	closeAndWaitIdle(t, d)
+}
+
+// TestEveryTaskRunsOnceOnAFaultyExecutor: an executor that runs every
+// function twice, one that refuses every function and one that panics:
+// every task still runs exactly once, and Refused is called for each
+// refusal, with the error, and for no other.
+func TestEveryTaskRunsOnceOnAFaultyExecutor(t *testing.T) {
+	twice := &twiceExecutor{}
+	for _, c := range []struct {
+		name    string
+		exec    dispatch.Executor
+		refused string // what each refusal's error says; "" if none
+	}{
+		{"runs twice", twice, ""},
+		{"refuses", refusingExecutor{}, errFull.Error()},
+		{"panics", refusingExecutor{panics: true}, "executor panicked: executor exploded"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			const n = 500
+			runs := make([]atomic.Int32, n+1)
+			var refusals []error // Refused runs on the dispatching goroutine
+			d := dispatch.New(dispatch.Config[int]{
+				Executor:    c.exec,
+				Parallelism: 8,
+				Run:         func(task int) { runs[task].Add(1) },
+				Refused:     func(err error) { refusals = append(refusals, err) },
+			})
+			d.Dispatch(sequence(n))
+			closeAndWaitIdle(t, d)
+			twice.wait() // a second run of a drain function may come after the last task
+			for task := 1; task <= n; task++ {
+				assert.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
+			}
+			if c.refused == "" {
+				assert.Empty(t, refusals)
+				return
+			}
+			require.NotEmpty(t, refusals, "Refused was not called")
+			for _, err := range refusals {
+				assert.EqualError(t, err, c.refused)
+			}
+			if !c.exec.(refusingExecutor).panics {
+				assert.ErrorIs(t, refusals[0], errFull, "the executor's own error")
+			}
+		})
+	}
+}
+
+// TestGrowDoublesWhileTasksWaitBehindSlowOnes: N tasks that block until
+// released, on an executor with room for N. A dispatch starts fewer drain
+// functions than that, each held by a slow task; every Grow after the
+// first doubles them, up to N, until every task has started; then Grow and
+// Waiting report that nothing waits.
+func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
+	n := int64(8 * runtime.GOMAXPROCS(0))
+	exec := &goExecutor{}
+	started := make(chan struct{}, n)
+	release := make(chan struct{})
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Run: func(int) {
+		started <- struct{}{}
+		<-release
+	}})
+	// Each drain function claims one task and is held by it: wait for k
+	// more of them, so that what Grow sees does not depend on scheduling.
+	awaitStarts := func(k int64) {
+		t.Helper()
+		for i := int64(0); i < k; i++ {
+			select {
+			case <-started:
+			case <-time.After(waitBound):
+				require.Fail(t, fmt.Sprintf("%d of %d drain functions started their task", i, k))
+			}
+		}
+	}
+	d.Dispatch(sequence(int(n)))
+	drainers := exec.calls.Load()
+	require.Less(t, drainers, n, "a dispatch starts fewer drain functions than the executor's size")
+	awaitStarts(drainers)
+	require.True(t, d.Waiting(), "tasks wait unclaimed")
+	require.True(t, d.Grow(), "tasks wait unclaimed")
+	require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
+
+	for grows := 1; exec.calls.Load() < n; grows++ {
+		require.LessOrEqual(t, grows, 10, "tasks still waiting after %d Grow calls", grows)
+		require.True(t, d.Waiting(), "tasks wait unclaimed")
+		require.True(t, d.Grow(), "tasks wait unclaimed")
+		want := min(2*drainers, n)
+		require.Equal(t, want, exec.calls.Load(), "Grow %d doubles the drain functions, up to the executor's size", grows)
+		awaitStarts(want - drainers)
+		drainers = want
+	}
+	assert.False(t, d.Grow(), "every task claimed: nothing waits")
+	assert.False(t, d.Waiting(), "every task claimed: nothing waits")
+	assert.Equal(t, n, exec.calls.Load(), "no more drain functions than the executor's size")
+	close(release)
+	closeAndWaitIdle(t, d)
+}
+
+// TestShortTasksDoNotMakeItGrow: a drain function that keeps claiming
+// short tasks needs no company. While it has claimed more tasks since the
+// last Grow than the dispatch has drain functions, Grow starts none, though
+// tasks still wait unclaimed.
+func TestShortTasksDoNotMakeItGrow(t *testing.T) {
+	const n = 10_000
+	exec := &queueExecutor{}
+	var ran atomic.Int64
+	var gate int // the task that holds its drain function, set before any runs
+	reached, release := make(chan struct{}), make(chan struct{})
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Run: func(task int) {
+		ran.Add(1)
+		if task == gate {
+			close(reached)
+			<-release
+		}
+	}})
+	d.Dispatch(sequence(n))
+	drainers := len(exec.queued)
+	require.Positive(t, drainers)
+	gate = 2 * drainers // short tasks claimed before it: more than there are drain functions
+	require.Less(t, gate+100, n, "tasks are left unclaimed when the gate is reached")
+	require.True(t, d.Grow(), "tasks wait unclaimed")
+
+	drained := make(chan struct{})
+	first := exec.queued[0]
+	go func() {
+		defer close(drained)
+		first() // one drain function runs the short tasks up to the gate
+	}()
+	<-reached
+	assert.True(t, d.Grow(), "tasks still wait unclaimed")
+	assert.Len(t, exec.queued, drainers, "Grow started a drain function for short tasks")
+
+	close(release)
+	<-drained
+	assert.Equal(t, int64(n), ran.Load(), "one drain function ran every task")
+	assert.False(t, d.Grow(), "nothing waits")
+	assert.False(t, d.Waiting(), "nothing waits")
+	assert.Len(t, exec.queued, drainers, "Grow started no drain function")
+	for _, f := range exec.queued[1:] {
+		f() // finds nothing left to claim
+	}
+	assert.Equal(t, int64(n), ran.Load())
+	closeAndWaitIdle(t, d)
+}
+
+// TestCalledFromTask: CalledFromTask is true inside a task that a drain
+// function runs on an executor, and false on the test's goroutine.
+func TestCalledFromTask(t *testing.T) {
+	assert.False(t, dispatch.CalledFromTask(), "on the test's goroutine")
+	got := make(chan bool, 1)
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1, Run: func(int) {
+		got <- dispatch.CalledFromTask()
+	}})
+	d.Dispatch(sequence(1))
+	select {
+	case inTask := <-got:
+		assert.True(t, inTask, "inside a task run by an executor")
+	case <-time.After(waitBound):
+		require.Fail(t, "the task never ran")
+	}
+	closeAndWaitIdle(t, d)
+}
