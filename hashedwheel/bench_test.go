@@ -264,47 +264,67 @@ func BenchmarkAfterFuncStorm(b *testing.B) {
 	results.report(b)
 }
 
-// BenchmarkIdle reports the ticks and the process CPU per second of wall
-// time of a started 1ms-tick timer with nothing pending, beside a 1ms
-// time.Ticker loop. The process figure includes the runtime's own
-// background work.
+// BenchmarkIdle reports the process CPU, in ms per 2s of wall time, of a
+// started 1ms-tick timer once it has lingered after its last activity:
+// with nothing pending, with one timeout an hour away, and with 10 000
+// timeouts ten minutes away; beside a 1ms time.Ticker loop
+// ("ticker-cpu-ms/2s"). It also reports the ticks the worker processed per
+// second. The process figure includes the runtime's own background work.
 func BenchmarkIdle(b *testing.B) {
-	const window = 500 * time.Millisecond
-	for i := 0; i < b.N; i++ {
-		// Let the collector and the scavenger finish with what earlier
-		// benchmarks left, so that their work is not counted here.
-		debug.FreeOSMemory()
-		h := startTimer(b, WithTickDuration(time.Millisecond))
-		fired := make(chan struct{})
-		_, err := h.AfterFunc(0, func() { close(fired) })
-		require.NoError(b, err)
-		<-fired
-		time.Sleep(2 * lingerTime) // past the worker's linger after activity
-		ticks := h.Stats().Ticks
-		before := cpuTime()
-		time.Sleep(window)
-		idle := cpuTime() - before
-		ticks = h.Stats().Ticks - ticks
-		h.Stop()
-
-		ticker := time.NewTicker(time.Millisecond)
-		stop := time.After(window)
-		before = cpuTime()
-	loop:
-		for {
-			select {
-			case <-ticker.C:
-			case <-stop:
-				break loop
+	for _, c := range []struct {
+		name    string
+		pending int
+		delay   time.Duration
+	}{{"nothing-pending", 0, 0}, {"one-1h-away", 1, time.Hour}, {"10000-10min-away", 10_000, 10 * time.Minute}} {
+		b.Run(c.name, func(b *testing.B) {
+			for range b.N {
+				idle, ticks, ticking := idleCost(b, c.pending, c.delay)
+				b.ReportMetric(idle, "cpu-ms/2s")
+				b.ReportMetric(ticks, "ticks/s")
+				b.ReportMetric(ticking, "ticker-cpu-ms/2s")
 			}
-		}
-		ticking := cpuTime() - before
-		ticker.Stop()
-		perSecond := float64(time.Second) / float64(window)
-		b.ReportMetric(float64(ticks)*perSecond, "ticks/s")
-		b.ReportMetric(float64(idle.Microseconds())*perSecond/1000, "cpu-ms/s")
-		b.ReportMetric(float64(ticking.Microseconds())*perSecond/1000, "ticker-cpu-ms/s")
+		})
 	}
+}
+
+// idleCost measures one case of BenchmarkIdle over a 2s window.
+func idleCost(b *testing.B, pending int, delay time.Duration) (cpuMs, ticksPerSecond, tickerCPUMs float64) {
+	const window = 2 * time.Second
+	// Let the collector and the scavenger finish with what earlier
+	// benchmarks left, so that their work is not counted here.
+	debug.FreeOSMemory()
+	h := startTimer(b, WithTickDuration(time.Millisecond))
+	for range pending {
+		_, err := h.AfterFunc(delay, noop)
+		require.NoError(b, err)
+	}
+	fired := make(chan struct{})
+	_, err := h.AfterFunc(0, func() { close(fired) })
+	require.NoError(b, err)
+	<-fired
+	time.Sleep(2 * lingerTime) // past the worker's linger after activity
+	debug.FreeOSMemory()
+	ticks := h.Stats().Ticks
+	before := cpuTime()
+	time.Sleep(window)
+	idle := cpuTime() - before
+	ticks = h.Stats().Ticks - ticks
+	h.Stop()
+
+	ticker := time.NewTicker(time.Millisecond)
+	stop := time.After(window)
+	before = cpuTime()
+loop:
+	for {
+		select {
+		case <-ticker.C:
+		case <-stop:
+			break loop
+		}
+	}
+	ticking := cpuTime() - before
+	ticker.Stop()
+	return float64(idle.Microseconds()) / 1000, float64(ticks) / window.Seconds(), float64(ticking.Microseconds()) / 1000
 }
 
 // cpuTime returns the CPU time of the process, user and system.
