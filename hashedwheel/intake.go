@@ -33,11 +33,9 @@ import (
 // reaches the worker; the worker counts those it does not find as
 // processed cancellations.
 type shard struct {
-	_      cpu.CacheLinePad
-	top    atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
-	_      cpu.CacheLinePad
-	resets atomic.Uint64 // successful Resets of this shard's timeouts
-	_      cpu.CacheLinePad
+	_   cpu.CacheLinePad
+	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
+	_   cpu.CacheLinePad
 
 	// Written by the worker alone.
 	collected atomic.Uint64        // timeouts collected off the stack so far

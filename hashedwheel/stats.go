@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+	"unsafe"
 )
 
 // Stats is a snapshot of a timer's counters. The totals only grow. Every
@@ -87,11 +88,7 @@ func (h *HashedWheelTimer) Stats() Stats {
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
 	}
-	if h.state.Load() != timerInit {
-		for i := range h.shards {
-			s.Resets += h.shards[i].resets.Load()
-		}
-	}
+	s.Resets = c.resets.load()
 	return s
 }
 
@@ -113,6 +110,48 @@ type counters struct {
 	contextFallbacks atomic.Uint64
 	ticks            atomic.Uint64
 	maxTickLag       atomic.Int64
+	resets           stripedCounter // added to by every Reset, on any core
+}
+
+// counterStripes is the number of stripes of a stripedCounter.
+const (
+	counterStripesLog2 = 6
+	counterStripes     = 1 << counterStripesLog2
+)
+
+// stripedCounter is a counter that goroutines on many cores add to at once:
+// each adds to a stripe chosen by the address of its own stack, so that two
+// goroutines seldom write the same cache line.
+type stripedCounter struct {
+	stripes [counterStripes]struct {
+		n atomic.Uint64
+		_ [2*cacheLine - 8]byte // processors fetch lines in adjacent pairs
+	}
+}
+
+// cacheLine is the size of a cache line on the processors Go runs on most.
+const cacheLine = 64
+
+// add counts one.
+func (c *stripedCounter) add() {
+	c.stripes[stackStripe()].n.Add(1)
+}
+
+// stackStripe returns a stripe for the calling goroutine: a hash of where
+// its stack is. Goroutines' stacks lie apart, and a goroutine's stays put
+// unless it grows, so the stripe is stable enough and costs no lookup.
+func stackStripe() uintptr {
+	var here byte
+	return (uintptr(unsafe.Pointer(&here)) >> 10 * 0x9e3779b97f4a7c15) >> (64 - counterStripesLog2)
+}
+
+// load returns the count.
+func (c *stripedCounter) load() uint64 {
+	var n uint64
+	for i := range c.stripes {
+		n += c.stripes[i].n.Load()
+	}
+	return n
 }
 
 // addProcessed adds n to one of the counters of processed timeouts.

@@ -133,7 +133,7 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		if !t.word.CompareAndSwap(w, withDeadline(w, d)) {
 			continue
 		}
-		h.shardOf(t).resets.Add(1)
+		h.counters.resets.add()
 		// A queued timeout is filed by the deadline the worker reads when
 		// it takes it in; a scheduled one is filed by an older deadline,
 		// never later than the one it replaced.

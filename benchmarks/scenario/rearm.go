@@ -139,9 +139,11 @@ func rearmRun(t contender.Timer, handles []contender.Handle, goroutines int, del
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			// This goroutine's connections are g, g+goroutines, …; it
-			// visits them in a scattered order that covers them all.
+			// This goroutine's connections are a block of their own, as
+			// connections served by different goroutines are made apart;
+			// it visits them in a scattered order that covers them all.
 			share := (len(handles) - g + goroutines - 1) / goroutines
+			first := g * (len(handles) / goroutines)
 			if share <= 0 {
 				return
 			}
@@ -150,7 +152,7 @@ func rearmRun(t contender.Timer, handles []contender.Handle, goroutines int, del
 			j := 0
 			for !stop.Load() {
 				for range 64 {
-					i := g + j*goroutines
+					i := first + j
 					j += step
 					if j >= share {
 						j -= share
