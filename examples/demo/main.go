@@ -509,7 +509,7 @@ func printSummary(out io.Writer, cfg config, rs []result) {
 		ratio(scheduleRate, true, "faster", "slower")...)...)
 	row("cancel rate", append(cells(func(r result) string { return si(int64(cancelRate(r))) + "/s" }),
 		ratio(cancelRate, true, "faster", "slower")...)...)
-	row("memory per pending timeout", append(cells(func(r result) string { return fmt.Sprintf("%.0f B", r.bytesPerPending) }),
+	row("memory per timeout + func", append(cells(func(r result) string { return fmt.Sprintf("%.0f B", r.bytesPerPending) }),
 		ratio(bytes, false, "less", "more")...)...)
 	row("fired / cancelled", cells(func(r result) string {
 		return si(r.fired) + " / " + si(r.cancelled)

@@ -43,7 +43,7 @@ func TestRunPrintsSummary(t *testing.T) {
 	for _, want := range []string{
 		"Scheduling 20,000 timeouts",
 		"hashedwheel", "time.AfterFunc",
-		"schedule rate", "cancel rate", "memory per pending timeout",
+		"schedule rate", "cancel rate", "memory per timeout + func",
 		"firing lateness p50", "firing lateness p99", "firing lateness max",
 		"hashedwheel.Stats: scheduled 20,000",
 	} {
