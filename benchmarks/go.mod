@@ -7,7 +7,6 @@ replace github.com/wheeltimer/wheeltimer => ../
 require (
 	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
 	github.com/zeromicro/go-zero v1.10.3
-	go.uber.org/goleak v1.3.0
 	gonum.org/v1/plot v0.17.0
 )
 
@@ -27,6 +26,7 @@ require (
 	go.opentelemetry.io/otel v1.40.0 // indirect
 	go.opentelemetry.io/otel/trace v1.40.0 // indirect
 	go.uber.org/automaxprocs v1.6.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/sync v0.19.0 // indirect
 	golang.org/x/sys v0.41.0 // indirect

@@ -14,27 +14,18 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
 	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // The helpers shared by the tests and benchmarks of the package.
 
-// TestMain fails the package if any test leaves a goroutine behind. The
-// ants package starts a default pool of its own when it is imported; its two
-// goroutines are not ours.
+// TestMain fails the package if a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, leakOptions()...)
-}
-
-func leakOptions() []goleak.Option {
-	return []goleak.Option{
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	}
+	leaktest.VerifyTestMain(m)
 }
 
 // testTick is the tick of timers driven by a fake clock.

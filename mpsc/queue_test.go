@@ -8,12 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// TestMain fails the package if a test leaves a goroutine behind.
+func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
 
 func popAll[T any](q *Queue[T]) []T {
 	var out []T

@@ -11,16 +11,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
+
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
-// The ants package starts a default pool when imported; its goroutines are
-// not ours.
+// TestMain fails the package if a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	)
+	leaktest.VerifyTestMain(m)
 }
 
 func TestInlineRunsOnTheCaller(t *testing.T) {

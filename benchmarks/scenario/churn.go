@@ -48,46 +48,25 @@ type ChurnRow struct {
 // Churn runs scenarios 1 and 2 on every contender.
 func Churn(p ChurnParams, cs []contender.Contender, prog Progress) ([]ChurnRow, []string) {
 	var rows []ChurnRow
-	var notes []string
-	parallel := runtime.GOMAXPROCS(0)
-	for _, n := range p.Pending {
-		for _, c := range cs {
-			status(prog, "churn: %s, filling %d pending", c.Name, n)
-			t, err := c.New(p.Config)
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("churn: %s: %v", c.Name, err))
-				continue
+	var runNotes []string
+	notes := eachFilledTimer("churn", p.Pending, cs, p.Config, p.PendingDelay, p.PendingSpread, prog, func(f filledTimer) {
+		c, n := f.contender, len(f.handles)
+		for _, g := range goroutineCounts() {
+			m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
+				status(prog, "churn: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
+				return churnRun(f.timer, g, p.Delay, p.Window)
+			})
+			row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: f.setup,
+				NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
+				RunNs: m.runNs, Errors: m.errors}
+			if row.Errors > 0 {
+				runNotes = append(runNotes, fmt.Sprintf("churn: %s, N=%d, %d goroutine(s): %d Schedule errors",
+					c.Name, n, g, row.Errors))
 			}
-			start := time.Now()
-			handles := make([]contender.Handle, n)
-			if err := fill(t, handles, p.PendingDelay, p.PendingSpread); err != nil {
-				notes = append(notes, fmt.Sprintf("churn: %s: %v", c.Name, err))
-				release(c, t, nil)
-				continue
-			}
-			setup := time.Since(start)
-			modes := []int{1, parallel}
-			if parallel == 1 {
-				modes = modes[:1]
-			}
-			for _, g := range modes {
-				m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
-					status(prog, "churn: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
-					return churnRun(t, g, p.Delay, p.Window)
-				})
-				row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: setup,
-					NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
-					RunNs: m.runNs, Errors: m.errors}
-				if row.Errors > 0 {
-					notes = append(notes, fmt.Sprintf("churn: %s, N=%d, %d goroutine(s): %d Schedule errors",
-						c.Name, n, g, row.Errors))
-				}
-				rows = append(rows, row)
-			}
-			release(c, t, handles)
+			rows = append(rows, row)
 		}
-	}
-	return rows, notes
+	})
+	return rows, append(notes, runNotes...)
 }
 
 // churnRun runs schedule+cancel pairs on the given number of goroutines for

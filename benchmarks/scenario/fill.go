@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
@@ -39,4 +40,51 @@ func release(c contender.Contender, t contender.Timer, handles []contender.Handl
 		}
 	}
 	t.Close()
+}
+
+// filledTimer is one contender's timer holding N pending timeouts, ready for
+// a scenario's runs.
+type filledTimer struct {
+	contender contender.Contender
+	timer     contender.Timer
+	handles   []contender.Handle
+	setup     time.Duration // time taken to schedule the N timeouts
+}
+
+// eachFilledTimer opens, for each N in sizes and each contender, a timer
+// holding N pending timeouts with delays spread over [base, base+spread),
+// calls run with it, and releases it. A contender that cannot be opened or
+// filled gets a note instead of a call. scenario names the notes and the
+// progress line.
+func eachFilledTimer(scenario string, sizes []int, cs []contender.Contender, cfg contender.Config,
+	base, spread time.Duration, prog Progress, run func(f filledTimer)) []string {
+	var notes []string
+	for _, n := range sizes {
+		for _, c := range cs {
+			status(prog, "%s: %s, filling %d pending", scenario, c.Name, n)
+			t, err := c.New(cfg)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("%s: %s: %v", scenario, c.Name, err))
+				continue
+			}
+			start := time.Now()
+			handles := make([]contender.Handle, n)
+			if err := fill(t, handles, base, spread); err != nil {
+				notes = append(notes, fmt.Sprintf("%s: %s: %v", scenario, c.Name, err))
+			} else {
+				run(filledTimer{contender: c, timer: t, handles: handles, setup: time.Since(start)})
+			}
+			release(c, t, handles)
+		}
+	}
+	return notes
+}
+
+// goroutineCounts is what each scenario measures at: one goroutine, and one
+// per GOMAXPROCS where that is more.
+func goroutineCounts() []int {
+	if parallel := runtime.GOMAXPROCS(0); parallel > 1 {
+		return []int{1, parallel}
+	}
+	return []int{1}
 }

@@ -3,12 +3,9 @@ package scenario
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	)
+	leaktest.VerifyTestMain(m)
 }

@@ -50,51 +50,31 @@ type RearmRow struct {
 // Rearm runs the re-arm scenario on every contender.
 func Rearm(p RearmParams, cs []contender.Contender, prog Progress) ([]RearmRow, []string) {
 	var rows []RearmRow
-	var notes []string
-	parallel := runtime.GOMAXPROCS(0)
-	for _, n := range p.Connections {
-		for _, c := range cs {
-			status(prog, "re-arm: %s, opening %d connections", c.Name, n)
-			t, err := c.New(p.Config)
-			if err != nil {
-				notes = append(notes, fmt.Sprintf("re-arm: %s: %v", c.Name, err))
-				continue
+	var runNotes []string
+	notes := eachFilledTimer("re-arm", p.Connections, cs, p.Config, p.Delay, p.Spread, prog, func(f filledTimer) {
+		c, n := f.contender, len(f.handles)
+		for _, g := range goroutineCounts() {
+			var rearms, rescheduled int64
+			m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
+				status(prog, "re-arm: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
+				d, ops, renewed, errs := rearmRun(f.timer, f.handles, g, p.Delay, p.Window)
+				rearms, rescheduled = rearms+ops, rescheduled+renewed
+				return d, ops, errs
+			})
+			row := RearmRow{Contender: c.Name, Connections: n, Goroutines: g, Setup: f.setup,
+				NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
+				RunNs: m.runNs, Errors: m.errors}
+			if rearms > 0 {
+				row.Rescheduled = float64(rescheduled) / float64(rearms)
 			}
-			start := time.Now()
-			handles := make([]contender.Handle, n)
-			if err := fill(t, handles, p.Delay, p.Spread); err != nil {
-				notes = append(notes, fmt.Sprintf("re-arm: %s: %v", c.Name, err))
-				release(c, t, handles)
-				continue
+			if row.Errors > 0 {
+				runNotes = append(runNotes, fmt.Sprintf("re-arm: %s, N=%d, %d goroutine(s): %d Rearm errors",
+					c.Name, n, g, row.Errors))
 			}
-			setup := time.Since(start)
-			modes := []int{1, parallel}
-			if parallel == 1 {
-				modes = modes[:1]
-			}
-			for _, g := range modes {
-				var rearms, rescheduled int64
-				m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
-					status(prog, "re-arm: %s, N=%d, %d goroutine(s), run %d/%d", c.Name, n, g, r+1, p.Runs)
-					d, ops, renewed, errs := rearmRun(t, handles, g, p.Delay, p.Window)
-					rearms, rescheduled = rearms+ops, rescheduled+renewed
-					return d, ops, errs
-				})
-				row := RearmRow{Contender: c.Name, Connections: n, Goroutines: g, Setup: setup,
-					NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
-					RunNs: m.runNs, Errors: m.errors}
-				if rearms > 0 {
-					row.Rescheduled = float64(rescheduled) / float64(rearms)
-				}
-				if row.Errors > 0 {
-					notes = append(notes, fmt.Sprintf("re-arm: %s, N=%d, %d goroutine(s): %d Rearm errors",
-						c.Name, n, g, row.Errors))
-				}
-				rows = append(rows, row)
-			}
-			release(c, t, handles)
+			rows = append(rows, row)
 		}
-	}
+	})
+	notes = append(notes, runNotes...)
 	return rows, append(notes, rescheduledNotes(rows, cs)...)
 }
 

@@ -11,19 +11,13 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
-// TestMain fails the package if a test leaves a goroutine behind. The ants
-// package starts a default pool of its own when it is imported; its two
-// goroutines are not ours.
+// TestMain fails the package if a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	)
+	leaktest.VerifyTestMain(m)
 }
 
 // newTestServer serves a server with the given deadline through httptest;

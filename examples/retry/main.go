@@ -427,19 +427,8 @@ func run(ctx context.Context, cfg config) (*report, error) {
 			results <- struct{}{}
 		})
 	}
-	for received := 0; received < cfg.Jobs; {
-		select {
-		case <-results:
-			received++
-		case <-ctx.Done():
-			for _, j := range jobs {
-				j.Stop()
-			}
-			for ; received < cfg.Jobs; received++ {
-				<-results // every job ends once, stopped or not
-			}
-			return r, ctx.Err()
-		}
+	if err := awaitJobs(ctx, jobs, results); err != nil {
+		return r, err
 	}
 	r.Elapsed = time.Since(start)
 	r.MaxGoroutines = int(maxG.Load())
@@ -608,7 +597,14 @@ func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
 	}
 	defer probe.Cancel() // if the run ends before the service is back
 
-	for received := 0; received < cfg.Jobs; {
+	return o, awaitJobs(ctx, jobs, results)
+}
+
+// awaitJobs waits for every job's one receive on results. If ctx is done
+// first it stops the jobs, waits for them all the same (every job ends once,
+// stopped or not) and returns ctx.Err().
+func awaitJobs(ctx context.Context, jobs []*Job, results <-chan struct{}) error {
+	for received := 0; received < len(jobs); {
 		select {
 		case <-results:
 			received++
@@ -616,11 +612,11 @@ func runOutage(ctx context.Context, cfg config) (*outageReport, error) {
 			for _, j := range jobs {
 				j.Stop()
 			}
-			for ; received < cfg.Jobs; received++ {
+			for ; received < len(jobs); received++ {
 				<-results
 			}
-			return o, ctx.Err()
+			return ctx.Err()
 		}
 	}
-	return o, nil
+	return nil
 }

@@ -81,6 +81,13 @@ func testStopFromTaskOnExecutor(t *testing.T, tm hashedwheel.Timer) {
 		t.Fatal(err)
 	}
 	b.waitStarted(t)
+	stopFromTask(t, tm)
+}
+
+// stopFromTask schedules a timeout an hour away and a task that stops tm,
+// and checks that the task's Stop returns, with the far timeout.
+func stopFromTask(t *testing.T, tm hashedwheel.Timer) {
+	t.Helper()
 	_, longOne := schedule(t, tm, time.Hour, nil)
 	stopped := make(chan []hashedwheel.Timeout, 1)
 	if _, err := tm.NewTimeout(hashedwheel.TaskFunc(func(hashedwheel.Timeout) {
@@ -94,6 +101,6 @@ func testStopFromTaskOnExecutor(t *testing.T, tm hashedwheel.Timer) {
 			t.Fatalf("Stop from a task returned %d timeouts, want the one pending", len(rest))
 		}
 	case <-time.After(patience):
-		t.Fatalf("Stop called from a task did not return within %v while another task ran", patience)
+		t.Fatalf("Stop called from a task did not return within %v", patience)
 	}
 }

@@ -381,21 +381,7 @@ func testTaskSchedulesAndStops(t *testing.T, tm hashedwheel.Timer) {
 	}
 	receive(t, second, 1)
 
-	_, longOne := schedule(t, tm, time.Hour, nil)
-	stopped := make(chan []hashedwheel.Timeout, 1)
-	if _, err := tm.NewTimeout(hashedwheel.TaskFunc(func(hashedwheel.Timeout) {
-		stopped <- tm.Stop()
-	}), time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case rest := <-stopped:
-		if len(rest) != 1 || rest[0] != longOne {
-			t.Fatalf("Stop from a task returned %d timeouts, want the one pending", len(rest))
-		}
-	case <-time.After(patience):
-		t.Fatal("Stop called from a task did not return")
-	}
+	stopFromTask(t, tm)
 	if rest := tm.Stop(); rest != nil {
 		t.Fatalf("Stop after a task's Stop returned %d timeouts", len(rest))
 	}
