@@ -18,10 +18,9 @@ import (
 //   - Cancel's compare-and-swap.
 //
 // They report "x-AfterFunc" as BenchmarkNewTimeoutCancel does, so that the
-// ratio of the floor, the ratio of the timer and the target can be read
-// side by side from one run. What the timer measures above the floor is the
-// cost of its queues and of a worker on another core reading what they
-// hold.
+// ratio of the floor and the ratio of the timer can be read side by side
+// from one run. What the timer measures above the floor is the cost of its
+// queues and of a worker on another core reading what they hold.
 //
 // Two floors: "young" publishes into a small ring, so each timeout dies
 // soon after it is made; "held" into a ring of heldSlots, so each stays

@@ -62,6 +62,13 @@ const maxClaim = 64
 // next claim to double.
 const shortTask = 20 * time.Microsecond
 
+// yieldEvery is how long a drain function runs tasks before it yields its
+// processor. A processor runs its due runtime timers only when it
+// schedules, so drain functions that run without a break on every
+// processor would hold up the timers, the worker's next tick among them
+// (golang/go#38860).
+const yieldEvery = 100 * time.Microsecond
+
 // startDrainersPerCPU is how many drain functions per processor a dispatch
 // starts with.
 const startDrainersPerCPU = 2
@@ -254,12 +261,14 @@ type list[T any] struct {
 }
 
 // run claims and runs tasks until none is left to claim: one at a time,
-// twice as many each time the last claim's tasks were short.
+// twice as many each time the last claim's tasks were short; it yields its
+// processor every yieldEvery.
 func (l *list[T]) run() {
 	n := int64(len(l.tasks))
 	ran := int64(0)
 	claim := int64(1)
 	began := monotonic()
+	yielded := began
 	for {
 		first := l.next.Add(claim) - claim
 		if first >= n {
@@ -279,6 +288,11 @@ func (l *list[T]) run() {
 			claim = 1
 		}
 		began = ended
+		if ended-yielded >= int64(yieldEvery) {
+			runtime.Gosched()
+			began = monotonic() // the time away is not the tasks'
+			yielded = began
+		}
 	}
 	if ran == 0 {
 		return
