@@ -8,13 +8,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
-	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 )
 
 // TestMain fails the package if a test leaves a goroutine behind.
-func TestMain(m *testing.M) { leaktest.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func popAll[T any](q *Queue[T]) []T {
 	var out []T

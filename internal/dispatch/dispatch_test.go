@@ -11,15 +11,15 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
 // TestMain fails the package if a test leaves a drain function running.
 func TestMain(m *testing.M) {
-	leaktest.VerifyTestMain(m)
+	goleak.VerifyTestMain(m)
 }
 
 // waitBound bounds every wait for work on other goroutines: far more than

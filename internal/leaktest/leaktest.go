@@ -1,4 +1,6 @@
-// Package leaktest fails a test binary that leaves a goroutine behind.
+// Package leaktest fails a test binary that leaves a goroutine behind, for
+// the packages that import ants, directly or through the timer; the others
+// call goleak.VerifyTestMain with no exceptions.
 package leaktest
 
 import (
