@@ -35,7 +35,7 @@ type HashedWheelTimer struct {
 	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
 	clock      clock.Clock
 	startNanos int64     // clock reading at start
-	startTime  time.Time // the same instant, for Deadline
+	startTime  time.Time // the wall time at start, read just before startNanos, for Deadline
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
@@ -132,8 +132,11 @@ func (h *HashedWheelTimer) Start() error {
 		h.executor, h.ownsExecutor = exec, true
 	}
 	h.sleeper = h.clock.NewSleeper()
-	h.startNanos = h.clock.Now()
+	// The wall time first: startTime is then never after the instant of
+	// startNanos, so a Deadline it reports is never later than the one the
+	// worker enforces, and a task never runs before the Deadline it sees.
 	h.startTime = time.Now()
+	h.startNanos = h.clock.Now()
 	h.worker = newWorker(h)
 	countInstance(h.config.logger)
 	go h.worker.run()
