@@ -46,6 +46,9 @@ type Config[T any] struct {
 	// refuses a drain function or panics in Execute; the function then
 	// runs on a goroutine of its own, so that no task is lost.
 	Refused func(err error)
+	// Now returns the time on a monotonic clock, which Grow measures its
+	// intervals with. Nil means the runtime's.
+	Now func() time.Duration
 }
 
 // maxKeptTasks bounds the capacity of the lists a dispatcher keeps for
@@ -77,6 +80,10 @@ const startDrainersPerCPU = 2
 // while Waiting reports tasks waiting for a drain function.
 const GrowInterval = time.Millisecond
 
+// minMeasure is the shortest time over which Grow measures claims: a
+// goroutine that calls Grow every GrowInterval may wake a little early.
+const minMeasure = GrowInterval / 2
+
 // Dispatcher runs due tasks on an executor and tracks them until they
 // return. Dispatch may be called from one goroutine at a time; the other
 // methods are safe for concurrent use.
@@ -90,7 +97,10 @@ type Dispatcher[T any] struct {
 	mu   sync.Mutex
 	free [][]T // emptied task lists, for the caller's next batches
 
-	waiting []*list[T] // lists that had unclaimed tasks; the dispatching goroutine's
+	// The dispatching goroutine's: the lists that had unclaimed tasks, and
+	// when Grow last measured their claims.
+	waiting  []*list[T]
+	measured time.Duration
 }
 
 // New returns a dispatcher configured by cfg.
@@ -99,7 +109,10 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 	if cfg.Refused == nil {
 		cfg.Refused = func(error) {}
 	}
-	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
+	if cfg.Now == nil {
+		cfg.Now = func() time.Duration { return time.Duration(monotonic()) }
+	}
+	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{}), measured: cfg.Now()}
 }
 
 // Inline reports whether tasks run on the dispatching goroutine.
@@ -134,12 +147,21 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 }
 
 // Grow doubles, up to the executor's size, the drain functions of each
-// dispatch whose tasks wait: some are unclaimed, and fewer were claimed
-// since the last Grow than it has drain functions, which are then held by
-// slow tasks; drain functions that keep claiming short tasks gain nothing
-// from company. It reports whether any dispatch has tasks unclaimed. The
-// dispatching goroutine calls it, every GrowInterval while it reports true.
+// dispatch whose tasks wait: some are unclaimed, every drain function has
+// started, and fewer tasks were claimed in the last GrowInterval than it
+// has drain functions, which are then held by slow tasks. Drain functions
+// that keep claiming short tasks gain nothing from company, nor do those
+// still waiting for a processor. It measures the claims over at least half
+// a GrowInterval, so that calls made back to back, as by a dispatching
+// goroutine catching up, measure nothing. It reports whether any dispatch
+// has tasks unclaimed. The dispatching goroutine calls it, every
+// GrowInterval while it reports true.
 func (d *Dispatcher[T]) Grow() (waiting bool) {
+	now := d.cfg.Now()
+	measure := now-d.measured >= minMeasure
+	if measure {
+		d.measured = now
+	}
 	kept := d.waiting[:0]
 	for _, l := range d.waiting {
 		next := l.next.Load()
@@ -147,14 +169,17 @@ func (d *Dispatcher[T]) Grow() (waiting bool) {
 		if unclaimed <= 0 {
 			continue
 		}
+		kept = append(kept, l)
+		if !measure {
+			continue
+		}
 		claimed := next - l.claimedAtGrow
 		l.claimedAtGrow = next
-		if !l.seen { // dispatched since the last Grow: give it time to start
+		if !l.seen { // dispatched since the last measure: give it time to start
 			l.seen = true
-		} else if started := l.drainers.Load(); claimed < started {
+		} else if started := l.drainers.Load(); claimed < started && l.entered.Load() >= started {
 			l.start(int(min(started, int64(d.cfg.Parallelism)-started, unclaimed)))
 		}
-		kept = append(kept, l)
 	}
 	clear(d.waiting[len(kept):])
 	d.waiting = kept
@@ -249,13 +274,14 @@ func (d *Dispatcher[T]) signalIdle() { d.idleOnce.Do(func() { close(d.idle) }) }
 type list[T any] struct {
 	d        *Dispatcher[T]
 	tasks    []T
-	drain    func() // drainMarked(l), made once: a closure allocates
-	drainers atomic.Int64
+	drain    func()       // drainMarked(l), made once: a closure allocates
+	drainers atomic.Int64 // drain functions handed to the executor
+	entered  atomic.Int64 // drain functions that have started running
 	next     atomic.Int64 // index of the first unclaimed task
 	finished atomic.Int64 // tasks that have returned
 
-	// The dispatching goroutine's: whether a Grow has seen the list, and
-	// the cursor then.
+	// The dispatching goroutine's: whether Grow has measured the list, and
+	// its cursor then.
 	seen          bool
 	claimedAtGrow int64
 }
@@ -264,6 +290,7 @@ type list[T any] struct {
 // twice as many each time the last claim's tasks were short; it yields its
 // processor every yieldEvery.
 func (l *list[T]) run() {
+	l.entered.Add(1)
 	n := int64(len(l.tasks))
 	ran := int64(0)
 	claim := int64(1)

@@ -72,6 +72,14 @@ func (e *queueExecutor) Execute(f func()) error {
 	return nil
 }
 
+// fakeClock is a monotonic clock that moves only when told to.
+type fakeClock struct{ now atomic.Int64 }
+
+func (c *fakeClock) Now() time.Duration { return time.Duration(c.now.Load()) }
+
+// nextInterval moves the clock on by a Grow interval.
+func (c *fakeClock) nextInterval() { c.now.Add(int64(dispatch.GrowInterval)) }
+
 // sequence returns the tasks 1, …, n.
 func sequence(n int) []int {
 	s := make([]int, n)
@@ -219,15 +227,16 @@ func TestEveryTaskRunsOnceOnAFaultyExecutor(t *testing.T) {
 
 // TestGrowDoublesWhileTasksWaitBehindSlowOnes: N tasks that block until
 // released, on an executor with room for N. A dispatch starts fewer drain
-// functions than that, each held by a slow task; every Grow after the
-// first doubles them, up to N, until every task has started; then Grow and
-// Waiting report that nothing waits.
+// functions than that, each held by a slow task; every Grow an interval
+// after the first doubles them, up to N, until every task has started;
+// then Grow and Waiting report that nothing waits.
 func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 	n := int64(8 * runtime.GOMAXPROCS(0))
 	exec := &goExecutor{}
 	started := make(chan struct{}, n)
 	release := make(chan struct{})
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Run: func(int) {
+	clock := &fakeClock{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Now: clock.Now, Run: func(int) {
 		started <- struct{}{}
 		<-release
 	}})
@@ -248,6 +257,7 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 	require.Less(t, drainers, n, "a dispatch starts fewer drain functions than the executor's size")
 	awaitStarts(drainers)
 	require.True(t, d.Waiting(), "tasks wait unclaimed")
+	clock.nextInterval()
 	require.True(t, d.Grow(), "tasks wait unclaimed")
 	require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
 
@@ -255,11 +265,15 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 		require.LessOrEqual(t, grows, 10, "tasks still waiting after %d Grow calls", grows)
 		require.True(t, d.Waiting(), "tasks wait unclaimed")
 		require.True(t, d.Grow(), "tasks wait unclaimed")
+		require.Equal(t, drainers, exec.calls.Load(), "Grow %d within the interval starts none", grows)
+		clock.nextInterval()
+		require.True(t, d.Grow(), "tasks wait unclaimed")
 		want := min(2*drainers, n)
 		require.Equal(t, want, exec.calls.Load(), "Grow %d doubles the drain functions, up to the executor's size", grows)
 		awaitStarts(want - drainers)
 		drainers = want
 	}
+	clock.nextInterval()
 	assert.False(t, d.Grow(), "every task claimed: nothing waits")
 	assert.False(t, d.Waiting(), "every task claimed: nothing waits")
 	assert.Equal(t, n, exec.calls.Load(), "no more drain functions than the executor's size")
@@ -268,16 +282,19 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 }
 
 // TestShortTasksDoNotMakeItGrow: a drain function that keeps claiming
-// short tasks needs no company. While it has claimed more tasks since the
-// last Grow than the dispatch has drain functions, Grow starts none, though
-// tasks still wait unclaimed.
+// short tasks needs no company, nor do drain functions that have yet to
+// start, waiting for a processor. While one drain function has claimed
+// more tasks in the interval than its dispatch has drain functions, and
+// those of a newer dispatch have not started, Grow starts none, though
+// tasks of both wait unclaimed.
 func TestShortTasksDoNotMakeItGrow(t *testing.T) {
-	const n = 10_000
+	const n, newer = 10_000, 100
 	exec := &queueExecutor{}
 	var ran atomic.Int64
 	var gate int // the task that holds its drain function, set before any runs
 	reached, release := make(chan struct{}), make(chan struct{})
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Run: func(task int) {
+	clock := &fakeClock{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Now: clock.Now, Run: func(task int) {
 		ran.Add(1)
 		if task == gate {
 			close(reached)
@@ -285,32 +302,41 @@ func TestShortTasksDoNotMakeItGrow(t *testing.T) {
 		}
 	}})
 	d.Dispatch(sequence(n))
+	first := exec.queued[0] // a drain function of the first dispatch
+	later := sequence(newer)
+	for i := range later {
+		later[i] += n // not the gate
+	}
+	d.Dispatch(later)
 	drainers := len(exec.queued)
-	require.Positive(t, drainers)
 	gate = 2 * drainers // short tasks claimed before it: more than there are drain functions
 	require.Less(t, gate+100, n, "tasks are left unclaimed when the gate is reached")
+	clock.nextInterval()
 	require.True(t, d.Grow(), "tasks wait unclaimed")
 
 	drained := make(chan struct{})
-	first := exec.queued[0]
 	go func() {
 		defer close(drained)
-		first() // one drain function runs the short tasks up to the gate
+		first() // runs the first dispatch's short tasks up to the gate
 	}()
 	<-reached
+	clock.nextInterval()
 	assert.True(t, d.Grow(), "tasks still wait unclaimed")
-	assert.Len(t, exec.queued, drainers, "Grow started a drain function for short tasks")
+	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
 
 	close(release)
 	<-drained
-	assert.Equal(t, int64(n), ran.Load(), "one drain function ran every task")
+	assert.Equal(t, int64(n), ran.Load(), "one drain function ran every task of its dispatch")
+	clock.nextInterval()
+	assert.True(t, d.Grow(), "the newer dispatch's tasks wait unclaimed")
+	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
+	for _, f := range exec.queued {
+		f() // the newer dispatch's run its tasks; the others find nothing left
+	}
+	assert.Equal(t, int64(n+newer), ran.Load())
+	clock.nextInterval()
 	assert.False(t, d.Grow(), "nothing waits")
 	assert.False(t, d.Waiting(), "nothing waits")
-	assert.Len(t, exec.queued, drainers, "Grow started no drain function")
-	for _, f := range exec.queued[1:] {
-		f() // finds nothing left to claim
-	}
-	assert.Equal(t, int64(n), ran.Load())
 	closeAndWaitIdle(t, d)
 }
 
