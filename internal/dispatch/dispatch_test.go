@@ -281,6 +281,50 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 	closeAndWaitIdle(t, d)
 }
 
+// TestSlowTasksGrowBesideShortOnes: a dispatch whose drain functions are
+// held by slow tasks grows although a newer dispatch had thousands of
+// short tasks claimed in the same interval: claims elsewhere do not help
+// the tasks that wait behind the slow ones.
+func TestSlowTasksGrowBesideShortOnes(t *testing.T) {
+	const short = 10_000
+	exec := &goExecutor{}
+	slow := 4 * runtime.GOMAXPROCS(0)
+	started, release := make(chan struct{}, slow), make(chan struct{})
+	var shortDone sync.WaitGroup
+	shortDone.Add(short)
+	clock := &fakeClock{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1024, Now: clock.Now, Run: func(task int) {
+		if task > slow {
+			shortDone.Done()
+			return
+		}
+		started <- struct{}{}
+		<-release
+	}})
+	d.Dispatch(sequence(slow))
+	drainers := exec.calls.Load()
+	require.Less(t, drainers, int64(slow), "a dispatch starts fewer drain functions than it has tasks")
+	for range drainers {
+		<-started // each drain function is held by a slow task
+	}
+	clock.nextInterval()
+	require.True(t, d.Grow(), "slow tasks wait unclaimed")
+
+	tasks := sequence(short)
+	for i := range tasks {
+		tasks[i] += slow
+	}
+	d.Dispatch(tasks)
+	shortDone.Wait() // thousands of claims in this interval, none of the slow dispatch's
+	calls := exec.calls.Load()
+	clock.nextInterval()
+	require.True(t, d.Grow(), "slow tasks wait unclaimed")
+	assert.Equal(t, calls+drainers, exec.calls.Load(), "the slow dispatch's drain functions doubled")
+
+	close(release)
+	closeAndWaitIdle(t, d)
+}
+
 // TestShortTasksDoNotMakeItGrow: a drain function that keeps claiming
 // short tasks needs no company, nor do drain functions that have yet to
 // start, waiting for a processor. While one drain function has claimed
