@@ -46,9 +46,9 @@ type Config[T any] struct {
 	// refuses a drain function or panics in Execute; the function then
 	// runs on a goroutine of its own, so that no task is lost.
 	Refused func(err error)
-	// Now returns the time on a monotonic clock, which Grow measures its
-	// intervals with. Nil means the runtime's.
-	Now func() time.Duration
+	// Now returns nanoseconds on a monotonic clock, as clock.Clock's Now
+	// does; Grow measures its intervals with it. Nil means the runtime's.
+	Now func() int64
 }
 
 // maxKeptTasks bounds the capacity of the lists a dispatcher keeps for
@@ -100,7 +100,7 @@ type Dispatcher[T any] struct {
 	// The dispatching goroutine's: the lists that had unclaimed tasks, and
 	// when Grow last measured their claims.
 	waiting  []*list[T]
-	measured time.Duration
+	measured int64
 }
 
 // New returns a dispatcher configured by cfg.
@@ -110,7 +110,7 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 		cfg.Refused = func(error) {}
 	}
 	if cfg.Now == nil {
-		cfg.Now = func() time.Duration { return time.Duration(monotonic()) }
+		cfg.Now = monotonic
 	}
 	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{}), measured: cfg.Now()}
 }
@@ -158,7 +158,7 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 // GrowInterval while it reports true.
 func (d *Dispatcher[T]) Grow() (waiting bool) {
 	now := d.cfg.Now()
-	measure := now-d.measured >= minMeasure
+	measure := now-d.measured >= int64(minMeasure)
 	if measure {
 		d.measured = now
 	}
