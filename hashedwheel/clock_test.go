@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -35,36 +35,36 @@ import (
 // the worker takes time from the injected clock alone. Then the fake clock
 // alone fires the timeout, at the end of the tick that covers its deadline.
 func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
-	fake := clock.NewFake(5 * time.Second)
+	fake := newFakeAt(5 * time.Second)
 	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(time.Millisecond))
-	rec := &runRecorder{now: fake.Now}
-	start := fake.Now()
+	rec := &runRecorder{now: fake.Nanotime}
+	start := fake.Nanotime()
 	mustSchedule(t, h, rec, time.Millisecond)
-	fake.Settle()
+	fake.WaitAsleep()
 	// Real time is the subject here: 50 ticks' worth of it pass.
 	time.Sleep(50 * time.Millisecond)
-	fake.Settle()
+	fake.WaitAsleep()
 	s := h.Stats()
 	require.True(t, s.Ticks == 0 && len(rec.runs()) == 0 && s.Pending == 1,
 		"after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
 	require.Equal(t, start+int64(time.Millisecond), fake.SleepingUntil(),
 		"the worker sleeps until the end of tick 0 on the fake clock")
 	// The deadline, 1ms, is the end of tick 0, so it is covered by tick 1.
-	fake.Advance(time.Millisecond)
-	fake.Settle()
+	fake.Jump(time.Millisecond)
+	fake.WaitAsleep()
 	require.Empty(t, rec.runs(), "fired at 1ms, on its deadline but before the end of the tick covering it")
-	fake.Advance(time.Millisecond)
-	fake.Settle()
+	fake.Jump(time.Millisecond)
+	fake.WaitAsleep()
 	require.Equal(t, []int64{start + int64(2*time.Millisecond)}, rec.runs(), "one run, at start+2ms")
 	require.Equal(t, uint64(1), h.Stats().Ticks, "ticks processed: tick 0 held nothing due")
 }
 
 // TestClockWorkerReadsOnlyTheInjectedClock checks the source of the
 // package: no non-test file calls a wall-clock or runtime-timer function of
-// package time, except Start, which reads time.Now once for startTime, and
-// context.go, whose API speaks in time.Time deadlines that it turns into
-// delays; and startTime is read only by Deadline. So no firing decision can
-// depend on the wall clock.
+// package time, except context.go, whose API speaks in time.Time deadlines
+// that it turns into delays; and startTime, the injected clock's wall time
+// at start, is read only by Deadline. So no firing decision can depend on
+// the runtime's clock.
 func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 	forbidden := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
 		"AfterFunc": true, "NewTimer": true, "NewTicker": true, "Tick": true}
@@ -102,7 +102,7 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 		}
 	}
 	sort.Strings(calls)
-	assert.Equal(t, "Start: time.Now", strings.Join(calls, ", "), "wall-clock and runtime-timer calls in the package")
+	assert.Empty(t, calls, "wall-clock and runtime-timer calls in the package")
 	sort.Strings(startTimeUses)
 	assert.Equal(t, "Deadline, Start", strings.Join(startTimeUses, ", "), "functions using startTime")
 }
@@ -113,19 +113,19 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 // due, and skips the others; each due timeout fires once, late and never
 // early; the others stay pending.
 func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
-	fake := clock.NewFake(0)
+	fake := clock.NewFake(time.Now())
 	tick := 10 * time.Millisecond
 	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick), WithTicksPerWheel(64))
 	delays := []time.Duration{0, time.Millisecond, time.Second, time.Minute, 10*time.Minute - tick - 1,
 		10*time.Minute - tick, 10 * time.Minute, time.Hour}
 	recs := make([]*runRecorder, len(delays))
 	for i, d := range delays {
-		recs[i] = &runRecorder{now: fake.Now}
+		recs[i] = &runRecorder{now: fake.Nanotime}
 		mustSchedule(t, h, recs[i], d)
 	}
-	fake.Settle()
-	fake.Advance(10 * time.Minute)
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(10 * time.Minute)
+	fake.WaitAsleep()
 	for i, d := range delays {
 		// Due if the tick covering it ended by 10 minutes.
 		due := (int64(d)/int64(tick)+1)*int64(tick) <= int64(10*time.Minute)
@@ -152,23 +152,23 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 // idle timer: the next timeout counts its delay from the new time, and the
 // worker does not replay the hour's ticks.
 func TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt(t *testing.T) {
-	fake := clock.NewFake(0)
+	fake := clock.NewFake(time.Now())
 	tick := 10 * time.Millisecond
 	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick))
-	fake.Settle()
-	fake.Advance(time.Hour + 3*time.Millisecond)
-	fake.Settle()
-	rec := &runRecorder{now: fake.Now}
+	fake.WaitAsleep()
+	fake.Jump(time.Hour + 3*time.Millisecond)
+	fake.WaitAsleep()
+	rec := &runRecorder{now: fake.Nanotime}
 	mustSchedule(t, h, rec, 25*time.Millisecond)
-	fake.Settle()
+	fake.WaitAsleep()
 	// Deadline 1h+28ms: covered by the tick ending at 1h+30ms.
 	for _, step := range []time.Duration{7 * time.Millisecond, 10 * time.Millisecond} {
-		fake.Advance(step)
-		fake.Settle()
-		require.Empty(t, rec.runs(), "fired at %v, before its deadline 1h0m0.028s", time.Duration(fake.Now()))
+		fake.Jump(step)
+		fake.WaitAsleep()
+		require.Empty(t, rec.runs(), "fired at %v, before its deadline 1h0m0.028s", time.Duration(fake.Nanotime()))
 	}
-	fake.Advance(tick)
-	fake.Settle()
+	fake.Jump(tick)
+	fake.WaitAsleep()
 	require.Equal(t, []int64{int64(time.Hour + 30*time.Millisecond)}, rec.runs(), "one run, at 1h0m0.03s")
 	require.LessOrEqual(t, h.Stats().Ticks, uint64(4), "ticks processed: the idle hour was replayed")
 }
@@ -181,14 +181,14 @@ func TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt(t *testing.T) {
 // returns them all. A delay of math.MinInt64 is due at once and fires on
 // the next tick.
 func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
-	fake := clock.NewFake(0)
+	fake := clock.NewFake(time.Now())
 	day := 24 * time.Hour
 	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(day), WithTicksPerWheel(8))
-	rec := &runRecorder{now: fake.Now}
+	rec := &runRecorder{now: fake.Nanotime}
 	var pending []Timeout
 	schedule := func(delay time.Duration) Timeout {
 		to := mustSchedule(t, h, rec, delay)
-		fake.Settle()
+		fake.WaitAsleep()
 		return to
 	}
 	endOfTime := h.startTime.Add(math.MaxInt64)
@@ -202,24 +202,24 @@ func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 	past := schedule(math.MinInt64)
 	require.True(t, past.Deadline().Equal(h.startTime),
 		"delay MinInt64: Deadline() %v, want the call's time, the start %v", past.Deadline(), h.startTime)
-	fake.Advance(day)
-	fake.Settle()
+	fake.Jump(day)
+	fake.WaitAsleep()
 	require.True(t, past.IsExpired() && len(rec.runs()) == 1, "delay MinInt64 did not fire on the next tick (runs %v)", rec.runs())
 
 	const years = 200
 	for y := 0; y < years; y++ {
-		fake.Advance(365 * day)
-		fake.Settle()
+		fake.Jump(365 * day)
+		fake.WaitAsleep()
 	}
 	// Now the clock plus the delay overflows: both clamp to the limit.
-	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Duration(fake.Now()) + 1} {
+	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - time.Duration(fake.Nanotime()) + 1} {
 		to := schedule(d)
 		require.True(t, to.Deadline().Equal(endOfTime),
 			"delay %d after %d years: Deadline() %v, want the clamp %v", d, years, to.Deadline(), endOfTime)
 		pending = append(pending, to)
 	}
-	fake.Advance(30 * day)
-	fake.Settle()
+	fake.Jump(30 * day)
+	fake.WaitAsleep()
 	require.Len(t, rec.runs(), 1, "only the MinInt64 delay may have fired")
 	require.Equal(t, int64(len(pending)), h.PendingTimeouts())
 	require.Len(t, h.Stop(), len(pending), "Stop's result")
@@ -234,12 +234,12 @@ func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 func TestClockHugeTickDoesNotBusyLoop(t *testing.T) {
 	for _, tick := range []time.Duration{math.MaxInt64 - 1, 1 << 62, math.MaxInt64/2 + 1} {
 		t.Run(tick.String(), func(t *testing.T) {
-			fake := clock.NewFake(1) // a real clock reads about 1µs at the start
+			fake := newFakeAt(1) // a real clock reads about 1µs at the start
 			h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(tick), WithTicksPerWheel(1))
 			settleWithin(t, fake, h, 2*time.Second)
 			mustSchedule(t, h, noopTask, time.Hour)
 			settleWithin(t, fake, h, 2*time.Second)
-			fake.Advance(time.Hour)
+			fake.Jump(time.Hour)
 			settleWithin(t, fake, h, 2*time.Second)
 			require.Equal(t, int64(1), h.PendingTimeouts())
 		})
@@ -279,20 +279,20 @@ func (s *clkGatedSleeper) Sleep(until int64) {
 // overdue; it must fire as soon as the worker runs, at 10ms, as it would
 // have had the worker not been idle, and not a whole tick later.
 func TestClockWorkerWokenLateFiresOverdueTimeoutsAtOnce(t *testing.T) {
-	c := &clkGatedClock{Fake: clock.NewFake(0), held: make(chan struct{}), release: make(chan struct{})}
+	c := &clkGatedClock{Fake: clock.NewFake(time.Now()), held: make(chan struct{}), release: make(chan struct{})}
 	tick := 10 * time.Millisecond
 	h := newTimerOn(t, c, WithExecutor(pool.Inline), WithTickDuration(tick))
-	c.Settle()
+	c.WaitAsleep()
 	c.holding.Store(true)
-	rec := &runRecorder{now: c.Now}
+	rec := &runRecorder{now: c.Nanotime}
 	mustSchedule(t, h, rec, 5*time.Millisecond)
 	<-c.held // the worker has been woken and is held before reading the clock
-	c.Advance(tick)
+	c.Jump(tick)
 	close(c.release)
-	c.Settle()
+	c.WaitAsleep()
 	if runs := rec.runs(); len(runs) != 1 {
-		c.Advance(tick) // to tell a late run from none in the message
-		c.Settle()
+		c.Jump(tick) // to tell a late run from none in the message
+		c.WaitAsleep()
 		require.Fail(t, fmt.Sprintf("deadline 5ms, worker running at 10ms: runs %v by 10ms (%v by 20ms); want it to fire at 10ms",
 			runs, rec.runs()))
 	}

@@ -18,10 +18,10 @@ import (
 func TestEveryRunsAtFixedRate(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	advance(fake, 3*testTick+testTick/3) // the call is not on a tick end
-	start := fake.Now()
+	start := fake.Nanotime()
 	period := 25 * time.Millisecond // two and a half ticks
 	var runs []int64
-	to, err := h.Every(period, func() { runs = append(runs, fake.Now()) })
+	to, err := h.Every(period, func() { runs = append(runs, fake.Nanotime()) })
 	require.NoError(t, err)
 	advance(fake, 30*period+testTick)
 	require.Len(t, runs, 30)
@@ -109,7 +109,7 @@ func TestEverySkipsRunsWhileOneIsRunning(t *testing.T) {
 func TestEveryResetMovesTheNextRunAndKeepsThePeriod(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	var runs []int64
-	to, err := h.Every(4*testTick, func() { runs = append(runs, fake.Now()) })
+	to, err := h.Every(4*testTick, func() { runs = append(runs, fake.Nanotime()) })
 	require.NoError(t, err)
 	advance(fake, testTick)
 	require.True(t, to.Reset(10*testTick)) // next run due at tick 11
@@ -143,8 +143,8 @@ func TestEveryAllocatesNothingPerRun(t *testing.T) {
 	require.NoError(t, err)
 	advance(fake, 10*testTick) // warm up the worker's lists
 	allocs := testing.AllocsPerRun(200, func() {
-		fake.Advance(testTick)
-		fake.Settle()
+		fake.Jump(testTick)
+		fake.WaitAsleep()
 	})
 	assert.Zero(t, allocs)
 	assert.Equal(t, 210, runs)

@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -156,12 +156,12 @@ func TestFaultExecutorRejectsOrPanics(t *testing.T) {
 			h, fake := newFakeTimer(t, WithExecutor(exec), WithLogger(logger))
 			total := newFaultCounter()
 			tasks, tos := faultSchedule(t, h, total, 40, 4)
-			fake.Settle()
+			fake.WaitAsleep()
 			advance(fake, 4*testTick)
 			total.waitFor(t, int64(len(tasks)), "tasks run despite the executor")
 			// The worker still ticks: a later timeout fires too.
 			mustSchedule(t, h, &faultCountingTask{total: total}, testTick)
-			fake.Settle()
+			fake.WaitAsleep()
 			advance(fake, 2*testTick)
 			total.waitFor(t, int64(len(tasks))+1, "a timeout scheduled after the failures")
 			for i, task := range tasks {
@@ -190,7 +190,7 @@ func TestFaultExecutorPanicsAfterRunningTheTask(t *testing.T) {
 	h, fake := newFakeTimer(t, WithExecutor(exec))
 	total := newFaultCounter()
 	tasks, _ := faultSchedule(t, h, total, 8, 2)
-	fake.Settle()
+	fake.WaitAsleep()
 	advance(fake, 2*testTick)
 	total.waitFor(t, int64(len(tasks)), "tasks run")
 	h.Stop()
@@ -222,10 +222,10 @@ func TestFaultExecutorRunsEachTaskTwice(t *testing.T) {
 	h, fake := newFakeTimer(t, WithExecutor(exec))
 	total := newFaultCounter()
 	tasks, _ := faultSchedule(t, h, total, 256, 8)
-	fake.Settle()
+	fake.WaitAsleep()
 	for range 8 {
 		advance(fake, testTick)
-		fake.Settle()
+		fake.WaitAsleep()
 	}
 	total.waitFor(t, int64(len(tasks)), "tasks run")
 	h.Stop()
@@ -260,9 +260,9 @@ func TestFaultExecutorBlocks(t *testing.T) {
 			mustSchedule(t, h, first, testTick/2)
 			later := &faultCountingTask{total: total}
 			laterTo := mustSchedule(t, h, later, 5*testTick)
-			fake.Settle()
+			fake.WaitAsleep()
 
-			fake.Advance(testTick) // the worker claims first and blocks in Execute
+			fake.Jump(testTick) // the worker claims first and blocks in Execute
 			<-entered
 			var extra Timeout
 			var extraTask = &faultCountingTask{total: total}
@@ -280,7 +280,7 @@ func TestFaultExecutorBlocks(t *testing.T) {
 			}
 			if !stopWhileBlocked {
 				close(release)
-				fake.Settle()
+				fake.WaitAsleep()
 				advance(fake, 3*testTick)
 				total.waitFor(t, 2, "first and extra")
 				require.Empty(t, h.Stop())
@@ -316,7 +316,7 @@ func TestFaultTaskPanics(t *testing.T) {
 			if inline {
 				opts = append(opts, WithExecutor(pool.Inline))
 			}
-			fake := clock.NewFake(0)
+			fake := clock.NewFake(time.Now())
 			h := newTimerOn(t, fake, opts...)
 			total := newFaultCounter()
 			panicky := make([]*hookTask, 5)
@@ -332,13 +332,13 @@ func TestFaultTaskPanics(t *testing.T) {
 				onCancel: func(Timeout) { panic("hook exploded") },
 			}
 			hookedTo := mustSchedule(t, h, hooked, 10*testTick)
-			fake.Settle()
+			fake.WaitAsleep()
 			advance(fake, testTick)
 			hookedTo.Cancel()
 			advance(fake, testTick)
 			// The worker survived: timeouts after the panics fire.
 			tasks, _ := faultSchedule(t, h, total, 10, 3)
-			fake.Settle()
+			fake.WaitAsleep()
 			advance(fake, 3*testTick)
 			total.waitFor(t, int64(len(panicky)+len(tasks)), "panicking tasks and tasks after them")
 			for i, p := range panicky {
@@ -384,19 +384,19 @@ func (b *faultBlockingTask) Run(Timeout) {
 // returns everything that did not run.
 func TestFaultTaskBlocksForever(t *testing.T) {
 	t.Run("pool", func(t *testing.T) {
-		fake := clock.NewFake(0)
+		fake := clock.NewFake(time.Now())
 		h := newTimerOn(t, fake)
 		blocker := newFaultBlockingTask()
 		var releaseOnce sync.Once
 		release := func() { releaseOnce.Do(func() { close(blocker.release) }) }
 		t.Cleanup(release) // before the timer's Stop, should the test fail
 		mustSchedule(t, h, blocker, 0)
-		fake.Settle()
+		fake.WaitAsleep()
 		advance(fake, testTick)
 		<-blocker.started
 		total := newFaultCounter()
 		tasks, _ := faultSchedule(t, h, total, 20, 5)
-		fake.Settle()
+		fake.WaitAsleep()
 		advance(fake, 5*testTick)
 		total.waitFor(t, int64(len(tasks)), "tasks while another blocks")
 		pending := mustSchedule(t, h, &faultCountingTask{total: total}, time.Hour)
@@ -428,8 +428,8 @@ func TestFaultTaskBlocksForever(t *testing.T) {
 		h, fake := newFakeTimer(t)
 		blocker := newFaultBlockingTask()
 		mustSchedule(t, h, blocker, 0)
-		fake.Settle()
-		fake.Advance(testTick)
+		fake.WaitAsleep()
+		fake.Jump(testTick)
 		<-blocker.started // the worker is stuck in the task
 		total := newFaultCounter()
 		var tos []Timeout
@@ -476,7 +476,7 @@ func TestFaultTaskCallsStop(t *testing.T) {
 			if c.inline {
 				opts = append(opts, WithExecutor(pool.Inline))
 			}
-			fake := clock.NewFake(0)
+			fake := clock.NewFake(time.Now())
 			h := newTimerOn(t, fake, opts...)
 			total := newFaultCounter()
 			result := make(chan []Timeout, 1)
@@ -491,15 +491,15 @@ func TestFaultTaskCallsStop(t *testing.T) {
 			if c.hook {
 				stopperTo.Cancel() // its hook runs in tick 0's cancellation pass
 			}
-			fake.Settle()
-			fake.Advance(testTick)
+			fake.WaitAsleep()
+			fake.Jump(testTick)
 			var res []Timeout
 			select {
 			case res = <-result:
 			case <-time.After(faultWaitTimeout):
 				require.Fail(t, "Stop from a task did not return: deadlock")
 			}
-			fake.Settle() // returns once the worker has exited
+			fake.WaitAsleep() // returns once the worker has exited
 			var again []Timeout
 			faultWithin(t, "a second Stop", func() { again = h.Stop() })
 			require.Nil(t, again, "second Stop")
@@ -531,9 +531,9 @@ func TestFaultTaskReschedulesItself(t *testing.T) {
 	for _, delay := range []time.Duration{0, -time.Hour, testTick / 2} {
 		t.Run(fmt.Sprintf("inline/delay=%v", delay), func(t *testing.T) {
 			h, fake := newFakeTimer(t, WithMaxPendingTimeouts(1))
-			r := &reschedulingTask{h: h, delay: delay, now: fake.Now}
+			r := &reschedulingTask{h: h, delay: delay, now: fake.Nanotime}
 			mustSchedule(t, h, r, delay)
-			fake.Settle()
+			fake.WaitAsleep()
 			const ticks = 50
 			advance(fake, ticks*testTick)
 			require.Equal(t, int64(ticks), r.runs.Load(), "runs in %d ticks, want one per tick", ticks)

@@ -12,7 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -61,9 +61,9 @@ func FuzzOptions(f *testing.F) {
 
 func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapsed int64, delay time.Duration) {
 	logs, logger := newLogBuffer()
-	fake := clock.NewFake(fuzzClockStart)
+	fake := newFakeAt(fuzzClockStart)
 	h, err := New(WithTickDuration(tick), WithTicksPerWheel(wheel), WithMaxPendingTimeouts(maxPending),
-		WithExecutor(pool.Inline), WithLogger(logger), withClock(fake))
+		WithExecutor(pool.Inline), WithLogger(logger), WithClock(fake))
 
 	// The expected outcome of validation: options apply in order, so the
 	// tick is checked first; the tick against the wheel size last.
@@ -105,11 +105,11 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 	fuzzSettle(t, fake, h)
 	// Let time pass with nothing pending: the idle worker skips it.
 	elapsed &= 1<<61 - 1
-	fake.Advance(time.Duration(elapsed))
+	fake.Jump(time.Duration(elapsed))
 	fuzzSettle(t, fake, h)
 
 	fired := make(chan int64, 2)
-	task := TaskFunc(func(Timeout) { fired <- fake.Now() - fuzzClockStart })
+	task := TaskFunc(func(Timeout) { fired <- fake.Nanotime() - fuzzClockStart })
 	to, err := h.NewTimeout(task, delay)
 	require.NoError(t, err, "NewTimeout(%d) at %d", delay, elapsed)
 	fuzzSettle(t, fake, h)
@@ -130,7 +130,7 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 	if reachable {
 		end := (fireTick + 1) * tk // the clock, after the start, when it fires
 		if end-1 > elapsed {
-			fake.Advance(time.Duration(end - 1 - elapsed))
+			fake.Jump(time.Duration(end - 1 - elapsed))
 			fuzzSettle(t, fake, h)
 		}
 		select {
@@ -141,7 +141,7 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 		}
 		require.Equal(t, int64(1), h.PendingTimeouts(), "before its tick ends")
 		require.False(t, to.IsExpired(), "before its tick ends")
-		fake.Advance(time.Duration(end - max(end-1, elapsed)))
+		fake.Jump(time.Duration(end - max(end-1, elapsed)))
 		fuzzSettle(t, fake, h)
 		select {
 		case at := <-fired:
@@ -162,7 +162,7 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 			target = min(target, elapsed+fuzzMaxTicks*tk)
 		}
 		jump := max(target-elapsed, 0)
-		fake.Advance(time.Duration(jump))
+		fake.Jump(time.Duration(jump))
 		fuzzSettle(t, fake, h)
 		require.True(t, len(fired) == 0 && h.PendingTimeouts() == 1,
 			"delay %d at %d (deadline %d, fire tick %d): fired %d times, pending %d after %d ns",

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/cpu"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -135,8 +135,8 @@ func (h *HashedWheelTimer) Start() error {
 	// The wall time first: startTime is then never after the instant of
 	// startNanos, so a Deadline it reports is never later than the one the
 	// worker enforces, and a task never runs before the Deadline it sees.
-	h.startTime = time.Now()
-	h.startNanos = h.clock.Now()
+	h.startTime = h.clock.Now()
+	h.startNanos = h.clock.Nanotime()
 	h.worker = newWorker(h)
 	countInstance(h.config.logger)
 	go h.worker.run()
@@ -226,7 +226,7 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 }
 
 // now returns the clock, in nanoseconds after the start.
-func (h *HashedWheelTimer) now() int64 { return h.clock.Now() - h.startNanos }
+func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
 
 // tickOf returns the tick that covers instant d.
 func (h *HashedWheelTimer) tickOf(d int64) int64 { return d / h.tickNanos }

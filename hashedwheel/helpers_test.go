@@ -15,7 +15,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -50,7 +50,7 @@ func newTimerOn(tb testing.TB, c clock.Clock, opts ...Option) *HashedWheelTimer 
 	return startTimer(tb, append([]Option{
 		WithTickDuration(testTick),
 		WithLogger(discardLogger()),
-		withClock(c),
+		WithClock(c),
 	}, opts...)...)
 }
 
@@ -59,9 +59,9 @@ func newTimerOn(tb testing.TB, c clock.Clock, opts ...Option) *HashedWheelTimer 
 // opts override those. It returns once the worker is asleep.
 func newFakeTimer(tb testing.TB, opts ...Option) (*HashedWheelTimer, *clock.Fake) {
 	tb.Helper()
-	fake := clock.NewFake(0)
+	fake := clock.NewFake(time.Now())
 	h := newTimerOn(tb, fake, append([]Option{WithExecutor(pool.Inline)}, opts...)...)
-	fake.Settle()
+	fake.WaitAsleep()
 	return h, fake
 }
 
@@ -73,7 +73,7 @@ func settleWithin(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer, bound ti
 	tb.Helper()
 	done := make(chan struct{})
 	go func() {
-		fake.Settle()
+		fake.WaitAsleep()
 		close(done)
 	}()
 	select {
@@ -82,7 +82,7 @@ func settleWithin(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer, bound ti
 	case <-time.After(bound):
 	}
 	msg := fmt.Sprintf("the worker did not fall asleep within %v: it busy-loops (fake clock %d, stats %+v)",
-		bound, fake.Now(), h.Stats())
+		bound, fake.Nanotime(), h.Stats())
 	// Stop ends the worker's loop, which releases the sleeper and Settle.
 	h.Stop()
 	<-done
@@ -93,11 +93,11 @@ func settleWithin(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer, bound ti
 // moves the fake clock forward by d, one tick at a time so that each tick
 // is processed at its own instant, waiting for the worker after each.
 func advance(fake *clock.Fake, d time.Duration) {
-	fake.Settle()
+	fake.WaitAsleep()
 	for d > 0 {
 		step := min(d, testTick)
-		fake.Advance(step)
-		fake.Settle()
+		fake.Jump(step)
+		fake.WaitAsleep()
 		d -= step
 	}
 }
@@ -325,4 +325,11 @@ func newLogBuffer() (*logBuffer, *slog.Logger) {
 // discardLogger returns a logger that writes nothing.
 func discardLogger() *slog.Logger {
 	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+// newFakeAt returns a fake clock whose Nanotime reads start.
+func newFakeAt(start time.Duration) *clock.Fake {
+	fake := clock.NewFake(time.Now())
+	fake.Jump(start)
+	return fake
 }

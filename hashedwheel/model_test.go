@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -253,7 +253,7 @@ type modelRecorder struct {
 }
 
 func (r *modelRecorder) run(id int, to Timeout, task TimerTask) {
-	now := r.fake.Now()
+	now := r.fake.Nanotime()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.fired[id] = append(r.fired[id], now)
@@ -318,13 +318,13 @@ func modelRun(src modelSource, maxOps int, trace *modelTrace) error {
 	for m.wheelLen < cfg.wheel {
 		m.wheelLen <<= 1
 	}
-	m.fake = clock.NewFake(cfg.start)
+	m.fake = newFakeAt(cfg.start)
 	m.rec = &modelRecorder{fake: m.fake, fired: map[int][]int64{}, seq: map[int]int{}, hooks: map[int]int{}}
 	trace.add("config: tick %v (effective %v), wheel %d, maxPending %d, clock start %d, lazy %v",
 		cfg.tick, time.Duration(m.tick), cfg.wheel, cfg.maxPending, cfg.start, cfg.lazy)
 	h, err := New(WithTickDuration(cfg.tick), WithTicksPerWheel(cfg.wheel),
 		WithMaxPendingTimeouts(cfg.maxPending), WithExecutor(pool.Inline),
-		WithLogger(discardLogger()), withClock(m.fake))
+		WithLogger(discardLogger()), WithClock(m.fake))
 	if err != nil {
 		return fmt.Errorf("New: %v", err)
 	}
@@ -334,8 +334,8 @@ func modelRun(src modelSource, maxOps int, trace *modelTrace) error {
 		if err := h.Start(); err != nil {
 			return fmt.Errorf("Start: %v", err)
 		}
-		m.started, m.startAbs = true, m.fake.Now()
-		m.fake.Settle()
+		m.started, m.startAbs = true, m.fake.Nanotime()
+		m.fake.WaitAsleep()
 	}
 	if err := m.check(); err != nil {
 		return err
@@ -358,7 +358,7 @@ func (m *modelHarness) now() int64 {
 	if !m.started {
 		return 0
 	}
-	return m.fake.Now() - m.startAbs
+	return m.fake.Nanotime() - m.startAbs
 }
 
 // curTick returns the tick in progress: all ticks before it have been
@@ -503,11 +503,11 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 		start()
 		wait()
 	}
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 
 	// The model's account of the same calls.
 	if len(delays) > 0 && !m.started && !m.stopped {
-		m.started, m.startAbs = true, m.fake.Now()
+		m.started, m.startAbs = true, m.fake.Nanotime()
 		if got := m.h.startNanos; got != m.startAbs {
 			return fmt.Errorf("lazy start: startNanos %d, want the clock reading %d", got, m.startAbs)
 		}
@@ -611,7 +611,7 @@ func (m *modelHarness) nilTask(afterFunc bool) error {
 	if !errors.Is(err, ErrNilTask) {
 		return fmt.Errorf("nil task: %v, want ErrNilTask", err)
 	}
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 	return m.check()
 }
 
@@ -650,9 +650,9 @@ func (m *modelHarness) raceCancel(src modelSource) error {
 	results := make([]bool, len(targets))
 	start, wait := concurrently(len(targets), func(i int) { results[i] = targets[i].handle.Cancel() })
 	start()
-	m.fake.Advance(time.Duration(m.tick - m.now()%m.tick))
+	m.fake.Jump(time.Duration(m.tick - m.now()%m.tick))
 	wait()
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 	now, next := m.now(), m.curTick()
 
 	wins := map[*modelEntry]int{}
@@ -753,7 +753,7 @@ func (m *modelHarness) reset(src modelSource) error {
 	start, wait := concurrently(len(targets), func(i int) { results[i] = targets[i].handle.Reset(delays[i]) })
 	start()
 	wait()
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 	now, cur := m.now(), m.curTick()
 	var ids []string
 	for i, e := range targets {
@@ -785,9 +785,9 @@ func (m *modelHarness) every(src modelSource) error {
 	id := m.nextID
 	rec := m.rec
 	to, err := m.h.Every(period, func() { rec.run(id, nil, nil) })
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 	if !m.started && !m.stopped {
-		m.started, m.startAbs = true, m.fake.Now()
+		m.started, m.startAbs = true, m.fake.Nanotime()
 	}
 	now := m.now()
 	m.trace.add("t=%d tick %d: every#%d(%v)", now, m.curTick(), id, period)
@@ -833,8 +833,8 @@ func (m *modelHarness) stepTicks(n int) error {
 // tick that ended, back to back.
 func (m *modelHarness) advance(d time.Duration) error {
 	before := m.curTick()
-	m.fake.Advance(d)
-	m.fake.Settle()
+	m.fake.Jump(d)
+	m.fake.WaitAsleep()
 	now, cur := m.now(), m.curTick()
 	fired, processed := 0, 0
 	if m.started && !m.stopped {
@@ -851,7 +851,7 @@ func (m *modelHarness) advance(d time.Duration) error {
 // stop calls Stop, which must return exactly the alive timeouts.
 func (m *modelHarness) stop() error {
 	res := m.h.Stop()
-	m.fake.Settle()
+	m.fake.WaitAsleep()
 	m.trace.add("Stop: %d returned", len(res))
 	if !m.started || m.stopped {
 		if res != nil {

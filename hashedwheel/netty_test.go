@@ -87,8 +87,8 @@ func TestNettyTimerOverflowWheelLength(t *testing.T) {
 	task := &reschedulingTask{h: h, delay: 100 * time.Millisecond}
 	mustSchedule(t, h, task, 100*time.Millisecond)
 	for task.runs.Load() < 3 {
-		fake.Advance(100 * time.Millisecond)
-		fake.Settle()
+		fake.Jump(100 * time.Millisecond)
+		fake.WaitAsleep()
 	}
 	assert.Zero(t, task.errs.Load(), "re-schedules refused")
 	assert.Len(t, h.Stop(), 1)
@@ -102,8 +102,8 @@ func TestNettySelfReschedulingDoesNotDrift(t *testing.T) {
 	task := &reschedulingTask{h: h, delay: time.Second}
 	mustSchedule(t, h, task, time.Second)
 	for i := 0; i < 35; i++ {
-		fake.Advance(100 * time.Millisecond)
-		fake.Settle()
+		fake.Jump(100 * time.Millisecond)
+		fake.WaitAsleep()
 	}
 	assert.Zero(t, task.errs.Load(), "re-schedules refused")
 	assert.Equal(t, int64(3), task.runs.Load())
@@ -169,19 +169,19 @@ func TestNettyAcceptsAgainOnceACancellationIsProcessed(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTickDuration(100*time.Millisecond), WithTicksPerWheel(32), WithMaxPendingTimeouts(2))
 	mustSchedule(t, h, noopTask, 5*time.Second)
 	second := mustSchedule(t, h, noopTask, 5*time.Second)
-	fake.Settle()
-	fake.Advance(100 * time.Millisecond) // both in buckets
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(100 * time.Millisecond) // both in buckets
+	fake.WaitAsleep()
 	require.True(t, second.Cancel())
 	_, err := h.NewTimeout(noopTask, 90*time.Millisecond)
 	require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "the cancellation is not processed yet")
 
-	fake.Advance(100 * time.Millisecond)
-	fake.Settle()
+	fake.Jump(100 * time.Millisecond)
+	fake.WaitAsleep()
 	ran := false
 	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 90*time.Millisecond)
-	fake.Advance(200 * time.Millisecond)
-	fake.Settle()
+	fake.Jump(200 * time.Millisecond)
+	fake.WaitAsleep()
 	assert.True(t, ran)
 }
 
@@ -196,8 +196,8 @@ func TestNettyAcceptsAgainOnceATimeoutRan(t *testing.T) {
 		_, inner = h.NewTimeout(TaskFunc(func(Timeout) { ranAgain = true }), 90*time.Millisecond)
 	}), 90*time.Millisecond)
 	for i := 0; i < 10; i++ {
-		fake.Advance(25 * time.Millisecond)
-		fake.Settle()
+		fake.Jump(25 * time.Millisecond)
+		fake.WaitAsleep()
 	}
 	assert.NoError(t, inner)
 	assert.True(t, ranAgain)
@@ -225,9 +225,9 @@ func TestNettyOverflow(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	ran := false
 	to := mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), math.MaxInt64)
-	fake.Settle()
-	fake.Advance(time.Second)
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(time.Second)
+	fake.WaitAsleep()
 	assert.False(t, ran)
 	assert.True(t, to.Cancel())
 	h.Stop()
@@ -280,8 +280,8 @@ func TestNettyPendingCountedWhenCancelledWithinGoalTick(t *testing.T) {
 	for i := range others {
 		others[i] = mustSchedule(t, h, TaskFunc(func(Timeout) { ran.Add(1) }), 200*time.Millisecond)
 	}
-	fake.Settle()
-	fake.Advance(300 * time.Millisecond)
+	fake.WaitAsleep()
+	fake.Jump(300 * time.Millisecond)
 	<-running
 	cancelled := 0
 	for _, to := range others {
@@ -290,7 +290,7 @@ func TestNettyPendingCountedWhenCancelledWithinGoalTick(t *testing.T) {
 		}
 	}
 	close(release)
-	fake.Settle()
+	fake.WaitAsleep()
 	advance(fake, 200*time.Millisecond)
 	assert.True(t, first.IsExpired())
 	assert.Equal(t, 11, int(ran.Load())+cancelled, "each ran or was cancelled, once")

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -133,22 +133,28 @@ func withShards(n int) Option {
 	}
 }
 
-// withClock replaces the monotonic clock; tests drive the wheel with
-// clock.Fake.
-func withClock(c clock.Clock) Option {
+// WithClock sets the timer's time source. Default clock.NewReal(). A test
+// gives a *clock.Fake, made anywhere, even at package level, and moves it
+// with Advance: when Advance returns, every task due by then has run. The
+// contexts a stopped or full timer falls back to (see WithDeadline) use
+// the runtime's clock whatever this option says.
+func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
+		if isNil(c) {
+			return invalidOption("WithClock", c, "a non-nil clock.Clock")
+		}
 		cfg.clock = c
 		return nil
 	}
 }
 
-// isNil reports whether e is nil, or an interface holding a nil pointer,
+// isNil reports whether v is nil, or an interface holding a nil pointer,
 // map, channel, function or slice, which would panic on first use.
-func isNil(e pool.Executor) bool {
-	if e == nil {
+func isNil(v any) bool {
+	if v == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(e); v.Kind() {
+	switch v := reflect.ValueOf(v); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Chan, reflect.Func, reflect.Slice, reflect.Interface:
 		return v.IsNil()
 	}

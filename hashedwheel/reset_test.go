@@ -14,7 +14,7 @@ import (
 
 func TestResetLaterNeverFiresAtTheOldDeadline(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	rec := &runRecorder{now: fake.Now}
+	rec := &runRecorder{now: fake.Nanotime}
 	to := mustSchedule(t, h, rec, 3*testTick)
 	advance(fake, testTick)
 	require.True(t, to.Reset(10*testTick))
@@ -34,17 +34,17 @@ func TestResetLaterNeverFiresAtTheOldDeadline(t *testing.T) {
 func TestResetEarlierFiresByTheNewDeadline(t *testing.T) {
 	for _, asleep := range []bool{false, true} {
 		h, fake := newFakeTimer(t)
-		rec := &runRecorder{now: fake.Now}
+		rec := &runRecorder{now: fake.Nanotime}
 		to := mustSchedule(t, h, rec, time.Hour)
 		if asleep {
 			advance(fake, lingerTime+2*testTick)
 			require.Greater(t, fake.SleepingUntil(), int64(time.Minute), "the worker sleeps until the hour")
 		} else {
-			fake.Settle()
+			fake.WaitAsleep()
 		}
-		start := fake.Now()
+		start := fake.Nanotime()
 		require.True(t, to.Reset(2*testTick))
-		fake.Settle()
+		fake.WaitAsleep()
 		require.LessOrEqual(t, fake.SleepingUntil(), start+int64(3*testTick), "asleep %v: woken for the new deadline", asleep)
 		advance(fake, 3*testTick)
 		assert.Len(t, rec.runs(), 1, "asleep %v", asleep)
@@ -54,7 +54,7 @@ func TestResetEarlierFiresByTheNewDeadline(t *testing.T) {
 
 func TestResetOfAQueuedTimeoutTakesEffect(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	rec := &runRecorder{now: fake.Now}
+	rec := &runRecorder{now: fake.Nanotime}
 	// Reset before the worker has taken the timeout in: it is filed by the
 	// new deadline.
 	to := mustSchedule(t, h, rec, time.Hour)
@@ -70,7 +70,7 @@ func TestResetFailsOnceCancelledOrStopped(t *testing.T) {
 	assert.False(t, cancelled.Reset(time.Minute))
 	assert.True(t, cancelled.IsCancelled())
 	stopped := mustSchedule(t, h, noopTask, time.Hour)
-	fake.Settle()
+	fake.WaitAsleep()
 	h.Stop()
 	assert.False(t, stopped.Reset(time.Minute))
 	assert.Zero(t, h.Stats().Resets)
@@ -81,7 +81,7 @@ func TestResetFailsOnceCancelledOrStopped(t *testing.T) {
 func TestResetLaterAllocatesNothing(t *testing.T) {
 	h, fake := newFakeTimer(t, WithMaxPendingTimeouts(1))
 	to := mustSchedule(t, h, noopTask, time.Hour)
-	fake.Settle()
+	fake.WaitAsleep()
 	d := time.Hour
 	failed := 0 // counted, not asserted, inside the measured function
 	allocs := testing.AllocsPerRun(1000, func() {

@@ -40,7 +40,7 @@ func TestKeptHandleKeepsOnlyItsOwnTask(t *testing.T) {
 		kept := mustSchedule(t, h, noopTask, time.Hour)
 		require.True(t, kept.Cancel())
 		mustSchedule(t, h, noopTask, time.Hour) // links past kept
-		fake.Settle()
+		fake.WaitAsleep()
 		require.True(t, before.Cancel())
 		advance(fake, testTick)
 		before, task = nil, nil
@@ -78,7 +78,7 @@ func TestKeptHandleKeepsOnlyItsOwnTask(t *testing.T) {
 		task, payload := payloadTask()
 		mustSchedule(t, h, task, time.Hour)
 		mustSchedule(t, h, noopTask, time.Hour)
-		fake.Settle()
+		fake.WaitAsleep()
 		returned := h.Stop()
 		require.Len(t, returned, 2)
 		kept := returned[1]
@@ -92,8 +92,8 @@ func TestKeptHandleKeepsOnlyItsOwnTask(t *testing.T) {
 		h, fake := newFakeTimer(t, withShards(1))
 		entered, release := make(chan struct{}), make(chan struct{})
 		mustSchedule(t, h, TaskFunc(func(Timeout) { close(entered); <-release }), 0)
-		fake.Settle()
-		fake.Advance(testTick)
+		fake.WaitAsleep()
+		fake.Jump(testTick)
 		<-entered
 		task, payload := payloadTask()
 		mustSchedule(t, h, task, time.Hour)

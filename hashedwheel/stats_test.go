@@ -55,7 +55,7 @@ func TestStatsLifecycle(t *testing.T) {
 	for i, d := range delays {
 		tos[i] = mustSchedule(t, h, task(i), d)
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	statsWant(t, h.Stats(), Stats{Pending: 5, Scheduled: 5})
 	require.Equal(t, int64(5), h.PendingTimeouts())
 
@@ -114,7 +114,7 @@ func TestStatsRejectedFull(t *testing.T) {
 		_, err := h.NewTimeout(noopTask, time.Hour)
 		require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "third pending timeout")
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2, RejectedFull: 2})
 
 	// A cancelled timeout keeps its place until the worker processes it.
@@ -127,7 +127,7 @@ func TestStatsRejectedFull(t *testing.T) {
 		_, err := h.NewTimeout(noopTask, time.Hour)
 		require.NoError(t, err, "after both left the pending set")
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 4, Expired: 1, Cancelled: 1, RejectedFull: 3})
 	statsBalance(t, h.Stats())
 }
@@ -143,21 +143,21 @@ func TestStatsTicksAndLag(t *testing.T) {
 	for i := range 10 {
 		mustSchedule(t, h, noopTask, time.Duration(i)*testTick)
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	advance(fake, 5*testTick)
 	s = h.Stats()
 	require.Equal(t, uint64(5), s.Ticks, "after 5 punctual ticks")
 	require.Zero(t, s.MaxTickLag, "after 5 punctual ticks")
 
-	fake.Advance(3 * testTick)
-	fake.Settle()
+	fake.Jump(3 * testTick)
+	fake.WaitAsleep()
 	s = h.Stats()
 	require.Equal(t, uint64(8), s.Ticks, "after a jump of 3 ticks")
 	require.Equal(t, 2*testTick, s.MaxTickLag, "after a jump of 3 ticks")
 
 	// The worst lag is kept, not overwritten by a smaller one.
-	fake.Advance(2 * testTick)
-	fake.Settle()
+	fake.Jump(2 * testTick)
+	fake.WaitAsleep()
 	s = h.Stats()
 	require.Equal(t, uint64(10), s.Ticks, "after a jump of 2 ticks")
 	require.Equal(t, 2*testTick, s.MaxTickLag, "after a jump of 2 ticks")
@@ -168,7 +168,7 @@ func TestStatsExecutorFailures(t *testing.T) {
 	h, fake := newFakeTimer(t, WithExecutor(&refusingExecutor{}))
 	ran := make(chan struct{}, 1)
 	mustSchedule(t, h, TaskFunc(func(Timeout) { ran <- struct{}{} }), 5*time.Millisecond)
-	fake.Settle()
+	fake.WaitAsleep()
 	advance(fake, testTick)
 	select {
 	case <-ran: // a refused task still runs, on a goroutine of its own
@@ -286,7 +286,7 @@ func TestStatsCountTimeoutsUnlinkedByPushes(t *testing.T) {
 		require.True(t, to.Cancel(), "Cancel of a queued timeout")
 		last = to
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	s := h.Stats()
 	statsBalance(t, s)
 	assert.Equal(t, uint64(n), s.Scheduled)

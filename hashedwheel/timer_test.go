@@ -205,12 +205,12 @@ func TestZeroAndNegativeDelaysFireOnTheNextTick(t *testing.T) {
 	for _, d := range []time.Duration{0, -time.Second, math.MinInt64} {
 		mustSchedule(t, h, TaskFunc(func(Timeout) { ran++ }), d)
 	}
-	fake.Settle()
-	fake.Advance(testTick - 1)
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(testTick - 1)
+	fake.WaitAsleep()
 	assert.Zero(t, ran, "not before the tick ends")
-	fake.Advance(1)
-	fake.Settle()
+	fake.Jump(1)
+	fake.WaitAsleep()
 	assert.Equal(t, 3, ran)
 }
 

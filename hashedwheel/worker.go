@@ -3,7 +3,7 @@ package hashedwheel
 import (
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -49,6 +49,9 @@ func newWorker(h *HashedWheelTimer) *worker {
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
+	}
+	if t, ok := h.sleeper.(clock.WorkTracker); ok { // a fake clock waits for the tasks
+		cfg.Started, cfg.Finished = t.Started, t.Finished
 	}
 	w.dispatcher = dispatch.New(cfg)
 	return w

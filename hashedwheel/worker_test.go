@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 )
 
 // These tests drive a whole timer, worker goroutine included, with the
@@ -24,9 +24,9 @@ func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
 		_, err := h.NewTimeout(TaskFunc(func(Timeout) { order = append(order, i) }), time.Duration(i)*testTick)
 		require.NoError(t, err)
 	}
-	fake.Settle()
-	fake.Advance(10 * testTick) // the worker wakes ten ticks late
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(10 * testTick) // the worker wakes ten ticks late
+	fake.WaitAsleep()
 	assert.Equal(t, []int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, order, "one tick at a time, in deadline order")
 	stats := h.Stats()
 	assert.Equal(t, uint64(10), stats.Ticks)
@@ -42,7 +42,7 @@ func TestInlineTasksOfATickRunInDeadlineOrder(t *testing.T) {
 	var order []int
 	for i := 0; i < 200; i++ {
 		mustSchedule(t, h, TaskFunc(func(Timeout) { order = append(order, i) }), testTick/2)
-		fake.Advance(testTick / 400) // distinct deadlines, all in tick 0
+		fake.Jump(testTick / 400) // distinct deadlines, all in tick 0
 	}
 	advance(fake, testTick)
 	require.Len(t, order, 200)
@@ -60,7 +60,7 @@ func TestTransferIsCappedPerTick(t *testing.T) {
 		_, err := h.NewTimeout(task, 0)
 		require.NoError(t, err)
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	for tick, want := range []int{maxTransfersPerTick, 2 * maxTransfersPerTick, n} {
 		advance(fake, testTick)
 		assert.Equal(t, want, fired, "after tick %d", tick)
@@ -81,7 +81,7 @@ func TestCancelledWhileQueuedAreDroppedBetweenTicks(t *testing.T) {
 		require.NoError(t, err)
 		require.True(t, timeout.Cancel())
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	stats := h.Stats()
 	assert.Zero(t, stats.Ticks, "no tick has run")
 	assert.GreaterOrEqual(t, stats.Cancelled, uint64(n-held), "all but the last few thousand per shard were dropped")
@@ -107,7 +107,7 @@ func TestTimeoutsCollectedBetweenTicksGoIntoTheWheelWithinTheBudget(t *testing.T
 	for i := 0; i < n; i++ {
 		mustSchedule(t, h, task, 0)
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	assert.Zero(t, fired, "nothing fires before its tick")
 	assert.Zero(t, h.worker.staged.len(), "within the budget: nothing staged")
 	assert.GreaterOrEqual(t, h.worker.wheel.size, 1+n-len(h.shards)*(wakeEvery-1), "taken into the wheel between ticks")
@@ -133,7 +133,7 @@ func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
 		timeouts[i] = mustSchedule(t, h, task, 0)
 		made[timeouts[i].(*timeout)] = i
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	w := h.worker
 	require.GreaterOrEqual(t, w.staged.len(), n-len(h.shards)*(wakeEvery-1), "taken in between ticks")
 	last := map[*shard]int{}
@@ -164,7 +164,7 @@ func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
 	for i := range timeouts {
 		timeouts[i] = mustSchedule(t, h, noopTask, time.Hour)
 	}
-	fake.Settle()
+	fake.WaitAsleep()
 	h.worker.collectIntake() // the worker is asleep: the fake clock holds it
 	for _, to := range timeouts {
 		require.True(t, to.Cancel())
@@ -196,35 +196,35 @@ func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
 	fired := make(chan struct{}, 1)
 	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired <- struct{}{} }), 3*time.Millisecond)
 	require.NoError(t, err)
-	fake.Settle()
+	fake.WaitAsleep()
 	assert.Less(t, fake.SleepingUntil(), clock.Forever, "a pending timeout arms the next tick")
 
 	for i := 0; i < 4; i++ {
-		fake.Advance(time.Millisecond)
-		fake.Settle()
+		fake.Jump(time.Millisecond)
+		fake.WaitAsleep()
 	}
 	<-fired
 	// It lingers for lingerTime, so that back-to-back NewTimeout calls do not
 	// each pay a wake-up, then sleeps.
 	lingered := 0
 	for fake.SleepingUntil() != clock.Forever {
-		fake.Advance(time.Millisecond)
-		fake.Settle()
+		fake.Jump(time.Millisecond)
+		fake.WaitAsleep()
 		lingered++
 		require.LessOrEqual(t, lingered, int(lingerTime/time.Millisecond), "still ticking after lingerTime")
 	}
 	assert.GreaterOrEqual(t, lingered, int(lingerTime/time.Millisecond)-1, "lingers before sleeping")
 	ticks := h.Stats().Ticks
 
-	fake.Advance(time.Hour) // an hour of idleness costs no tick
-	fake.Settle()
+	fake.Jump(time.Hour) // an hour of idleness costs no tick
+	fake.WaitAsleep()
 	assert.Equal(t, ticks, h.Stats().Ticks)
 
 	_, err = h.NewTimeout(TaskFunc(func(Timeout) { fired <- struct{}{} }), time.Millisecond)
 	require.NoError(t, err)
-	fake.Settle()
-	fake.Advance(2 * time.Millisecond)
-	fake.Settle()
+	fake.WaitAsleep()
+	fake.Jump(2 * time.Millisecond)
+	fake.WaitAsleep()
 	<-fired
 	assert.LessOrEqual(t, h.Stats().Ticks-ticks, uint64(3), "waking skips the idle hour instead of replaying it")
 }
@@ -242,17 +242,17 @@ func TestWorkerSleepsUntilTheFirstDueTick(t *testing.T) {
 		for range c.n {
 			mustSchedule(t, h, noopTask, c.delay)
 		}
-		fake.Settle()
+		fake.WaitAsleep()
 		for i := 0; fake.SleepingUntil() < int64(time.Second); i++ {
 			require.Less(t, i, 1000, "%s: still ticking after a second", c.name)
-			fake.Advance(time.Millisecond)
-			fake.Settle()
+			fake.Jump(time.Millisecond)
+			fake.WaitAsleep()
 		}
 		due := (int64(c.delay)/int64(time.Millisecond) + 1) * int64(time.Millisecond)
 		assert.Equal(t, due, fake.SleepingUntil(), "%s: asleep until the end of the tick covering the deadline", c.name)
 		assert.Zero(t, h.Stats().Ticks, "%s: no tick walked", c.name)
-		fake.Advance(c.delay)
-		fake.Settle()
+		fake.Jump(c.delay)
+		fake.WaitAsleep()
 		s := h.Stats()
 		assert.Equal(t, uint64(c.n), s.Expired, c.name)
 		assert.LessOrEqual(t, s.Ticks, uint64(2), "%s: the due tick, not every tick", c.name)
@@ -271,7 +271,7 @@ func TestCancelReachesASleepingWorkerAtOnce(t *testing.T) {
 	advance(fake, lingerTime+2*testTick)
 	require.Greater(t, fake.SleepingUntil(), int64(time.Minute), "asleep until the timeout")
 	require.True(t, to.Cancel())
-	fake.Settle() // the clock does not move
+	fake.WaitAsleep() // the clock does not move
 	assert.Zero(t, h.PendingTimeouts())
 	assert.Equal(t, int32(1), hook.cancelled.Load())
 	assert.Zero(t, h.worker.wheel.size)
@@ -283,9 +283,9 @@ func TestCancelReachesASleepingWorkerAtOnce(t *testing.T) {
 // replay none of the hour's ticks.
 func TestAStaleWakeDoesNotReplayTheIdleTime(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	fake.Advance(time.Hour)
+	fake.Jump(time.Hour)
 	h.sleeper.Wake() // as a producer's periodic wake-up arriving late would
-	fake.Settle()
+	fake.WaitAsleep()
 	fired := false
 	mustSchedule(t, h, TaskFunc(func(Timeout) { fired = true }), testTick)
 	h.sleeper.Wake()

@@ -46,9 +46,13 @@ type Config[T any] struct {
 	// refuses a drain function or panics in Execute; the function then
 	// runs on a goroutine of its own, so that no task is lost.
 	Refused func(err error)
-	// Now returns nanoseconds on a monotonic clock, as clock.Clock's Now
-	// does; Grow measures its intervals with it. Nil means the runtime's.
+	// Now returns nanoseconds on a monotonic clock, as clock.Clock's
+	// Nanotime does; Grow measures its intervals with it. Nil means the
+	// runtime's.
 	Now func() int64
+	// Started and Finished, if set, are told of the tasks dispatched and
+	// of those that returned, n at a time (clock.WorkTracker).
+	Started, Finished func(n int)
 }
 
 // maxKeptTasks bounds the capacity of the lists a dispatcher keeps for
@@ -128,6 +132,9 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 		return
 	}
 	d.inflight.Add(int64(len(tasks)))
+	if d.cfg.Started != nil {
+		d.cfg.Started(len(tasks))
+	}
 	if d.Inline() {
 		for i, t := range tasks {
 			d.cfg.Run(t)
@@ -260,6 +267,9 @@ func (d *Dispatcher[T]) Idle() <-chan struct{} { return d.idle }
 
 // finish counts n tasks that returned.
 func (d *Dispatcher[T]) finish(n int64) {
+	if d.cfg.Finished != nil {
+		d.cfg.Finished(int(n))
+	}
 	// The decrement comes before the load of closed, and Close stores
 	// closed before it loads the count: one of the two sees the other.
 	if d.inflight.Add(-n) == 0 && d.closed.Load() {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/wheeltimer/wheeltimer/internal/clock"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
@@ -228,8 +228,8 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 	exec := &goExecutor{}
 	started := make(chan struct{}, n)
 	release := make(chan struct{})
-	fake := clock.NewFake(0)
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Now: fake.Now, Run: func(int) {
+	fake := clock.NewFake(time.Now())
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Now: fake.Nanotime, Run: func(int) {
 		started <- struct{}{}
 		<-release
 	}})
@@ -250,7 +250,7 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 	require.Less(t, drainers, n, "a dispatch starts fewer drain functions than the executor's size")
 	awaitStarts(drainers)
 	require.True(t, d.Waiting(), "tasks wait unclaimed")
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	require.True(t, d.Grow(), "tasks wait unclaimed")
 	require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
 
@@ -259,14 +259,14 @@ func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
 		require.True(t, d.Waiting(), "tasks wait unclaimed")
 		require.True(t, d.Grow(), "tasks wait unclaimed")
 		require.Equal(t, drainers, exec.calls.Load(), "Grow %d within the interval starts none", grows)
-		fake.Advance(dispatch.GrowInterval)
+		fake.Jump(dispatch.GrowInterval)
 		require.True(t, d.Grow(), "tasks wait unclaimed")
 		want := min(2*drainers, n)
 		require.Equal(t, want, exec.calls.Load(), "Grow %d doubles the drain functions, up to the executor's size", grows)
 		awaitStarts(want - drainers)
 		drainers = want
 	}
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	assert.False(t, d.Grow(), "every task claimed: nothing waits")
 	assert.False(t, d.Waiting(), "every task claimed: nothing waits")
 	assert.Equal(t, n, exec.calls.Load(), "no more drain functions than the executor's size")
@@ -285,8 +285,8 @@ func TestSlowTasksGrowBesideShortOnes(t *testing.T) {
 	started, release := make(chan struct{}, slow), make(chan struct{})
 	var shortDone sync.WaitGroup
 	shortDone.Add(short)
-	fake := clock.NewFake(0)
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1024, Now: fake.Now, Run: func(task int) {
+	fake := clock.NewFake(time.Now())
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1024, Now: fake.Nanotime, Run: func(task int) {
 		if task > slow {
 			shortDone.Done()
 			return
@@ -300,7 +300,7 @@ func TestSlowTasksGrowBesideShortOnes(t *testing.T) {
 	for range drainers {
 		<-started // each drain function is held by a slow task
 	}
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	require.True(t, d.Grow(), "slow tasks wait unclaimed")
 
 	tasks := sequence(short)
@@ -310,7 +310,7 @@ func TestSlowTasksGrowBesideShortOnes(t *testing.T) {
 	d.Dispatch(tasks)
 	shortDone.Wait() // thousands of claims in this interval, none of the slow dispatch's
 	calls := exec.calls.Load()
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	require.True(t, d.Grow(), "slow tasks wait unclaimed")
 	assert.Equal(t, calls+drainers, exec.calls.Load(), "the slow dispatch's drain functions doubled")
 
@@ -330,8 +330,8 @@ func TestShortTasksDoNotMakeItGrow(t *testing.T) {
 	var ran atomic.Int64
 	var gate int // the task that holds its drain function, set before any runs
 	reached, release := make(chan struct{}), make(chan struct{})
-	fake := clock.NewFake(0)
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Now: fake.Now, Run: func(task int) {
+	fake := clock.NewFake(time.Now())
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Now: fake.Nanotime, Run: func(task int) {
 		ran.Add(1)
 		if task == gate {
 			close(reached)
@@ -348,7 +348,7 @@ func TestShortTasksDoNotMakeItGrow(t *testing.T) {
 	drainers := len(exec.queued)
 	gate = 2 * drainers // short tasks claimed before it: more than there are drain functions
 	require.Less(t, gate+100, n, "tasks are left unclaimed when the gate is reached")
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	require.True(t, d.Grow(), "tasks wait unclaimed")
 
 	drained := make(chan struct{})
@@ -357,21 +357,21 @@ func TestShortTasksDoNotMakeItGrow(t *testing.T) {
 		first() // runs the first dispatch's short tasks up to the gate
 	}()
 	<-reached
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	assert.True(t, d.Grow(), "tasks still wait unclaimed")
 	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
 
 	close(release)
 	<-drained
 	assert.Equal(t, int64(n), ran.Load(), "one drain function ran every task of its dispatch")
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	assert.True(t, d.Grow(), "the newer dispatch's tasks wait unclaimed")
 	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
 	for _, f := range exec.queued {
 		f() // the newer dispatch's run its tasks; the others find nothing left
 	}
 	assert.Equal(t, int64(n+newer), ran.Load())
-	fake.Advance(dispatch.GrowInterval)
+	fake.Jump(dispatch.GrowInterval)
 	assert.False(t, d.Grow(), "nothing waits")
 	assert.False(t, d.Waiting(), "nothing waits")
 	closeAndWaitIdle(t, d)
