@@ -59,7 +59,7 @@ type HashedWheelTimer struct {
 	released     chan struct{} // closed once every task has returned and the own pool is gone
 }
 
-var _ Timer = (*HashedWheelTimer)(nil)
+var _ Interface = (*HashedWheelTimer)(nil)
 
 // New returns a timer configured by opts, not yet started. It fails, with
 // an error wrapping ErrInvalidOption that names the options and values, if

@@ -1,6 +1,9 @@
 package hashedwheel
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // TimerTask is the work a Timer runs when a Timeout expires.
 //
@@ -76,4 +79,25 @@ type Timer interface {
 	// expired nor been cancelled, each now cancelled. Later calls return
 	// nil.
 	Stop() []Timeout
+}
+
+// Interface is the set of methods of a HashedWheelTimer, for code that
+// takes a timer as a dependency: a test hands it a timer on a clock.Fake,
+// or a stand-in of its own. Timer, Netty's interface, stays as small as
+// Netty's.
+type Interface interface {
+	Timer
+	// Start, AfterFunc, Every, WithTimeout, WithTimeoutCause, WithDeadline,
+	// WithDeadlineCause, StopContext, PendingTimeouts and Stats are
+	// HashedWheelTimer's; see their documentation there.
+	Start() error
+	AfterFunc(delay time.Duration, f func()) (Timeout, error)
+	Every(period time.Duration, f func()) (Timeout, error)
+	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
+	WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
+	WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc)
+	WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc)
+	StopContext(ctx context.Context) ([]Timeout, error)
+	PendingTimeouts() int64
+	Stats() Stats
 }
