@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -177,4 +178,96 @@ func TestAntsReleaseContextWaitsForTasks(t *testing.T) {
 	require.NoError(t, a.ReleaseContext(context.Background()))
 	assert.Equal(t, int32(2), finished.Load())
 	assert.ErrorIs(t, a.Execute(func() {}), ErrClosed)
+}
+
+// TestAntsIdleGoroutineTakesANewTaskWhileTheBacklogRuns: once the pool has
+// been saturated, a slow task taken from the backlog holds only its own
+// goroutine; a task executed later starts on an idle one at once.
+func TestAntsIdleGoroutineTakesANewTaskWhileTheBacklogRuns(t *testing.T) {
+	a, err := NewAnts(2)
+	require.NoError(t, err)
+	defer a.Release()
+	holdA, holdB, holdSlow := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	started := make(chan struct{}, 3)
+	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdA }))
+	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdB }))
+	<-started
+	<-started
+	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdSlow }))
+	assert.Equal(t, 1, a.Backlog(), "the pool is full: the slow task waits")
+	close(holdA)
+	close(holdB)
+	<-started // the slow task runs, on a pool goroutine; the other is idle
+	defer close(holdSlow)
+
+	short := make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(short) }))
+	select {
+	case <-short:
+	case <-time.After(10 * time.Second):
+		t.Fatal("a short task waited behind the slow one with a pool goroutine idle")
+	}
+	assert.LessOrEqual(t, a.Running(), 2)
+}
+
+// TestAntsNeverRunsMoreThanItsSize: many goroutines executing at once never
+// get more than size tasks running together, and every task runs.
+func TestAntsNeverRunsMoreThanItsSize(t *testing.T) {
+	const size, tasks = 3, 2000
+	a, err := NewAnts(size)
+	require.NoError(t, err)
+	var running, most atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(tasks)
+	task := func() {
+		defer wg.Done()
+		n := running.Add(1)
+		for {
+			m := most.Load()
+			if n <= m || most.CompareAndSwap(m, n) {
+				break
+			}
+		}
+		runtime.Gosched()
+		running.Add(-1)
+	}
+	var producers sync.WaitGroup
+	for range 4 {
+		producers.Add(1)
+		go func() {
+			defer producers.Done()
+			for range tasks / 4 {
+				assert.NoError(t, a.Execute(task))
+			}
+		}()
+	}
+	producers.Wait()
+	wg.Wait()
+	require.NoError(t, a.ReleaseContext(context.Background()))
+	assert.LessOrEqual(t, most.Load(), int32(size))
+	assert.Zero(t, a.Backlog())
+}
+
+// TestAntsTaskCallingGoexitEndsOnlyItsGoroutine: a task that calls
+// runtime.Goexit, as t.FailNow does, ends its own goroutine and no more:
+// the backlog behind it runs, it is logged, and Release finds nothing
+// left running.
+func TestAntsTaskCallingGoexitEndsOnlyItsGoroutine(t *testing.T) {
+	var mu sync.Mutex
+	var buf bytes.Buffer
+	a, err := NewAnts(1, WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))))
+	require.NoError(t, err)
+	hold := make(chan struct{})
+	require.NoError(t, a.Execute(func() { <-hold; runtime.Goexit() }))
+	var ran atomic.Int32
+	for range 10 {
+		require.NoError(t, a.Execute(func() { ran.Add(1) }))
+	}
+	close(hold)
+	require.NoError(t, a.ReleaseContext(context.Background()))
+	assert.Equal(t, int32(10), ran.Load(), "the backlog behind the task ran")
+	assert.Zero(t, a.Running())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Contains(t, buf.String(), "runtime.Goexit")
 }
