@@ -82,7 +82,7 @@ const startDrainersPerCPU = 2
 
 // GrowInterval is how often the dispatching goroutine should call Grow
 // while Waiting reports tasks waiting for a drain function.
-const GrowInterval = time.Millisecond
+const GrowInterval = 250 * time.Microsecond
 
 // minMeasure is the shortest time over which Grow measures claims: a
 // goroutine that calls Grow every GrowInterval may wake a little early.
@@ -144,6 +144,16 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 		d.finish(int64(len(tasks)))
 		return
 	}
+	for len(tasks) > 0 {
+		n := min(len(tasks), maxListLen)
+		d.dispatchList(tasks[:n])
+		tasks = tasks[n:]
+	}
+}
+
+// dispatchList hands tasks, at most maxListLen, to the executor as one
+// list.
+func (d *Dispatcher[T]) dispatchList(tasks []T) {
 	// A list is never reused, only its slice: an executor that runs a
 	// drain function twice, or late, finds the cursor at the end.
 	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
@@ -154,14 +164,14 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 }
 
 // Grow doubles, up to the executor's size, the drain functions of each
-// dispatch whose tasks wait: some are unclaimed, every drain function has
-// started, and fewer tasks were claimed in the last GrowInterval than it
+// dispatch whose tasks wait: some have not started, every drain function
+// has started, and fewer tasks started in the last GrowInterval than it
 // has drain functions, which are then held by slow tasks. Drain functions
-// that keep claiming short tasks gain nothing from company, nor do those
-// still waiting for a processor. It measures the claims over at least half
-// a GrowInterval, so that calls made back to back, as by a dispatching
+// that keep starting short tasks gain nothing from company, nor do those
+// still waiting for a processor. It measures over at least half a
+// GrowInterval, so that calls made back to back, as by a dispatching
 // goroutine catching up, measure nothing. It reports whether any dispatch
-// has tasks unclaimed. The dispatching goroutine calls it, every
+// has tasks waiting. The dispatching goroutine calls it, every
 // GrowInterval while it reports true.
 func (d *Dispatcher[T]) Grow() (waiting bool) {
 	now := d.cfg.Now()
@@ -171,26 +181,38 @@ func (d *Dispatcher[T]) Grow() (waiting bool) {
 	}
 	kept := d.waiting[:0]
 	for _, l := range d.waiting {
-		next := l.next.Load()
-		unclaimed := int64(len(l.tasks)) - next
-		if unclaimed <= 0 {
+		unstarted := l.unstarted()
+		if unstarted <= 0 {
 			continue
 		}
 		kept = append(kept, l)
 		if !measure {
 			continue
 		}
-		claimed := next - l.claimedAtGrow
-		l.claimedAtGrow = next
+		started := int64(len(l.tasks)) - unstarted
+		progress := started - l.startedAtGrow
+		l.startedAtGrow = started
 		if !l.seen { // dispatched since the last measure: give it time to start
 			l.seen = true
-		} else if started := l.drainers.Load(); claimed < started && l.entered.Load() >= started {
-			l.start(int(min(started, int64(d.cfg.Parallelism)-started, unclaimed)))
+		} else if drainers := l.drainers.Load(); progress < drainers && l.entered.Load() >= drainers {
+			l.start(int(min(moreDrainers(drainers, started, unstarted), int64(d.cfg.Parallelism)-drainers, unstarted)))
 		}
 	}
 	clear(d.waiting[len(kept):])
 	d.waiting = kept
 	return len(kept) > 0
+}
+
+// moreDrainers returns how many drain functions to add to a list whose
+// drainers, every one started, are held by slow tasks: one for each slow
+// task expected among the unstarted ones, at the rate seen among those
+// started, and as many again as it has, for the short ones. So a list
+// grows in one step, not by doubling once per GrowInterval.
+func moreDrainers(drainers, started, unstarted int64) int64 {
+	if started <= 0 {
+		return drainers
+	}
+	return (drainers*unstarted+started-1)/started + drainers
 }
 
 // Waiting reports whether a dispatch had tasks unclaimed at the last Grow
@@ -279,67 +301,166 @@ func (d *Dispatcher[T]) finish(n int64) {
 
 func (d *Dispatcher[T]) signalIdle() { d.idleOnce.Do(func() { close(d.idle) }) }
 
-// list is one dispatch: the due tasks and the cursor the drain functions
-// claim them with.
+// list is one dispatch: the due tasks, the cursor the drain functions
+// claim them with, and the claims that some have not started yet.
 type list[T any] struct {
 	d        *Dispatcher[T]
 	tasks    []T
-	drain    func()       // drainMarked(l), made once: a closure allocates
-	drainers atomic.Int64 // drain functions handed to the executor
-	entered  atomic.Int64 // drain functions that have started running
-	next     atomic.Int64 // index of the first unclaimed task
-	finished atomic.Int64 // tasks that have returned
+	drain    func()                // drainMarked(l), made once: a closure allocates
+	drainers atomic.Int64          // drain functions handed to the executor
+	entered  atomic.Int64          // drain functions that have started running
+	next     atomic.Int64          // index of the first unclaimed task
+	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
+	finished atomic.Int64          // tasks that have returned
 
 	// The dispatching goroutine's: whether Grow has measured the list, and
-	// its cursor then.
+	// how many of its tasks had started then.
 	seen          bool
-	claimedAtGrow int64
+	startedAtGrow int64
 }
 
-// run claims and runs tasks until none is left to claim: one at a time,
-// twice as many each time the last claim's tasks were short; it yields its
-// processor every yieldEvery.
+// unstarted returns how many tasks of the list have not started: those
+// unclaimed and those claimed but not started.
+func (l *list[T]) unstarted() int64 {
+	n := max(int64(len(l.tasks))-l.next.Load(), 0)
+	for c := l.claims.Load(); c != nil; c = c.next {
+		n += c.unstarted()
+	}
+	return n
+}
+
+// run runs tasks until none is left to start: it claims them from the
+// cursor, one at a time, twice as many each time the last claim's tasks
+// were short; then it steals the tasks that other drain functions claimed
+// and have not started, so that a slow task holds up no task claimed with
+// it. It yields its processor every yieldEvery. A task that calls
+// runtime.Goexit ends the drain function: another one takes over.
 func (l *list[T]) run() {
 	l.entered.Add(1)
+	r := drainer[T]{l: l, began: monotonic()}
+	r.yielded = r.began
+	defer r.finish()
+	r.claimAndRun()
+	r.steal()
+	r.returned = true
+}
+
+// drainer is the state of one drain function's run of a list.
+type drainer[T any] struct {
+	l        *list[T]
+	own      *claim // this drain function's claim, made at its first claim of several tasks
+	ran      int64  // tasks run
+	began    int64  // when the current claim's tasks began
+	yielded  int64  // when the processor was last yielded
+	returned bool   // run returned: no task called runtime.Goexit
+}
+
+// claimAndRun claims tasks from the cursor and runs them, until none is
+// left to claim.
+func (r *drainer[T]) claimAndRun() {
+	l := r.l
 	n := int64(len(l.tasks))
-	ran := int64(0)
-	claim := int64(1)
-	began := monotonic()
-	yielded := began
+	k := int64(1)
 	for {
-		first := l.next.Add(claim) - claim
+		if k > 1 {
+			r.ownClaim().reserving()
+		}
+		first := l.next.Add(k) - k
 		if first >= n {
-			break
+			if r.own != nil {
+				r.own.set(0, 0)
+			}
+			return
 		}
-		last := min(first+claim, n)
-		for i := first; i < last; i++ {
-			l.d.cfg.Run(l.tasks[i])
-			var zero T
-			l.tasks[i] = zero // let it be collected; this index is ours alone
+		last := min(first+k, n)
+		if k > 1 {
+			r.own.set(first+1, last)
 		}
-		ran += last - first
+		ran := r.ran
+		r.runTask(first)
+		if k > 1 {
+			for i, ok := r.own.take(); ok; i, ok = r.own.take() {
+				r.runTask(i)
+			}
+		}
 		ended := monotonic()
-		if ended-began < int64(shortTask)*(last-first) {
-			claim = min(2*claim, maxClaim)
+		if ended-r.began < int64(shortTask)*(r.ran-ran) {
+			k = min(2*k, maxClaim)
 		} else {
-			claim = 1
+			k = 1
 		}
-		began = ended
-		if ended-yielded >= int64(yieldEvery) {
-			runtime.Gosched()
-			began = monotonic() // the time away is not the tasks'
-			yielded = began
+		r.began = ended
+		r.yieldEvery(ended)
+	}
+}
+
+// ownClaim returns the drain function's claim, making it and pushing it on
+// the list's stack the first time.
+func (r *drainer[T]) ownClaim() *claim {
+	if r.own == nil {
+		c := new(claim)
+		for {
+			c.next = r.l.claims.Load()
+			if r.l.claims.CompareAndSwap(c.next, c) {
+				break
+			}
+		}
+		r.own = c
+	}
+	return r.own
+}
+
+// steal runs, one at a time, the tasks other drain functions claimed and
+// have not started, until none is left.
+func (r *drainer[T]) steal() {
+	for c := r.l.claims.Load(); c != nil; c = c.next {
+		for i, ok := c.steal(); ok; i, ok = c.steal() {
+			r.runTask(i)
+			r.yieldEvery(monotonic())
 		}
 	}
-	if ran == 0 {
+}
+
+// runTask runs task i, which this drain function alone has started.
+func (r *drainer[T]) runTask(i int64) {
+	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
+	l := r.l
+	l.d.cfg.Run(l.tasks[i])
+	var zero T
+	l.tasks[i] = zero // let it be collected
+}
+
+// yieldEvery yields the processor if yieldEvery has passed since it last
+// did, at now.
+func (r *drainer[T]) yieldEvery(now int64) {
+	if now-r.yielded >= int64(yieldEvery) {
+		runtime.Gosched()
+		r.began = monotonic() // the time away is not the tasks'
+		r.yielded = r.began
+	}
+}
+
+// finish counts the tasks the drain function ran. If a task ended it with
+// runtime.Goexit, a new drain function, on a goroutine of its own, takes
+// over what is left.
+func (r *drainer[T]) finish() {
+	l := r.l
+	if !r.returned {
+		if r.own != nil && r.own.word.Load() == claiming {
+			r.own.set(0, 0)
+		}
+		l.drainers.Add(1)
+		go l.drain()
+	}
+	if r.ran == 0 {
 		return
 	}
 	// The drain function that finishes the last task recycles the slice:
-	// every index has been claimed, so no drain function reads it again.
-	if l.finished.Add(ran) == n {
+	// every task has started, so no drain function reads it again.
+	if l.finished.Add(r.ran) == int64(len(l.tasks)) {
 		l.d.recycle(l.tasks)
 	}
-	l.d.finish(ran)
+	l.d.finish(r.ran)
 }
 
 // origin is the reference of monotonic.

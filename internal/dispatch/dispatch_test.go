@@ -218,60 +218,63 @@ func TestEveryTaskRunsOnceOnAFaultyExecutor(t *testing.T) {
 	}
 }
 
-// TestGrowDoublesWhileTasksWaitBehindSlowOnes: N tasks that block until
-// released, on an executor with room for N. A dispatch starts fewer drain
-// functions than that, each held by a slow task; every Grow an interval
-// after the first doubles them, up to N, until every task has started;
-// then Grow and Waiting report that nothing waits.
-func TestGrowDoublesWhileTasksWaitBehindSlowOnes(t *testing.T) {
-	n := int64(8 * runtime.GOMAXPROCS(0))
-	exec := &goExecutor{}
-	started := make(chan struct{}, n)
-	release := make(chan struct{})
-	fake := clock.NewFake(time.Now())
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(n), Now: fake.Nanotime, Run: func(int) {
-		started <- struct{}{}
-		<-release
-	}})
-	// Each drain function claims one task and is held by it: wait for k
-	// more of them, so that what Grow sees does not depend on scheduling.
-	awaitStarts := func(k int64) {
-		t.Helper()
-		for i := int64(0); i < k; i++ {
-			select {
-			case <-started:
-			case <-time.After(waitBound):
-				require.Fail(t, fmt.Sprintf("%d of %d drain functions started their task", i, k))
+// TestGrowStartsADrainFunctionForEverySlowTaskExpected: tasks that block
+// until released, on an executor with room for a given number. A dispatch
+// starts fewer drain functions than there are tasks, each held by a slow
+// task; Grow within the first interval starts none, then, once an interval
+// shows the drain functions held, one Grow starts a drain function for
+// every task expected to be slow at the rate seen so far, here all, up to
+// the executor's size; then Grow and Waiting report that nothing waits
+// unless the executor is full.
+func TestGrowStartsADrainFunctionForEverySlowTaskExpected(t *testing.T) {
+	for _, room := range []int64{1, 2} { // the executor's room, in halves of the tasks
+		t.Run(fmt.Sprintf("room for %d/2 of the tasks", room), func(t *testing.T) {
+			n := int64(8 * runtime.GOMAXPROCS(0))
+			parallelism := n * room / 2
+			exec := &goExecutor{}
+			started := make(chan struct{}, n)
+			release := make(chan struct{})
+			fake := clock.NewFake(time.Now())
+			d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(parallelism), Now: fake.Nanotime,
+				Run: func(int) {
+					started <- struct{}{}
+					<-release
+				}})
+			// Each drain function claims one task and is held by it: wait for k
+			// of them, so that what Grow sees does not depend on scheduling.
+			awaitStarts := func(k int64) {
+				t.Helper()
+				for i := int64(0); i < k; i++ {
+					select {
+					case <-started:
+					case <-time.After(waitBound):
+						require.Fail(t, fmt.Sprintf("%d of %d drain functions started their task", i, k))
+					}
+				}
 			}
-		}
-	}
-	d.Dispatch(sequence(int(n)))
-	drainers := exec.calls.Load()
-	require.Less(t, drainers, n, "a dispatch starts fewer drain functions than the executor's size")
-	awaitStarts(drainers)
-	require.True(t, d.Waiting(), "tasks wait unclaimed")
-	fake.Jump(dispatch.GrowInterval)
-	require.True(t, d.Grow(), "tasks wait unclaimed")
-	require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
+			d.Dispatch(sequence(int(n)))
+			drainers := exec.calls.Load()
+			require.Less(t, drainers, parallelism, "a dispatch starts fewer drain functions than the executor's size")
+			awaitStarts(drainers)
+			require.True(t, d.Waiting(), "tasks wait unstarted")
+			fake.Jump(dispatch.GrowInterval)
+			require.True(t, d.Grow(), "tasks wait unstarted")
+			require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
+			require.True(t, d.Grow(), "tasks wait unstarted")
+			require.Equal(t, drainers, exec.calls.Load(), "a Grow within the interval starts none")
 
-	for grows := 1; exec.calls.Load() < n; grows++ {
-		require.LessOrEqual(t, grows, 10, "tasks still waiting after %d Grow calls", grows)
-		require.True(t, d.Waiting(), "tasks wait unclaimed")
-		require.True(t, d.Grow(), "tasks wait unclaimed")
-		require.Equal(t, drainers, exec.calls.Load(), "Grow %d within the interval starts none", grows)
-		fake.Jump(dispatch.GrowInterval)
-		require.True(t, d.Grow(), "tasks wait unclaimed")
-		want := min(2*drainers, n)
-		require.Equal(t, want, exec.calls.Load(), "Grow %d doubles the drain functions, up to the executor's size", grows)
-		awaitStarts(want - drainers)
-		drainers = want
+			fake.Jump(dispatch.GrowInterval)
+			d.Grow()
+			require.Equal(t, parallelism, exec.calls.Load(), "one Grow starts a drain function per slow task expected, up to the executor's size")
+			awaitStarts(parallelism - drainers)
+			fake.Jump(dispatch.GrowInterval)
+			assert.Equal(t, parallelism < n, d.Grow(), "tasks wait only if the executor is full")
+			assert.Equal(t, parallelism < n, d.Waiting(), "tasks wait only if the executor is full")
+			assert.Equal(t, parallelism, exec.calls.Load(), "no more drain functions than the executor's size")
+			close(release)
+			closeAndWaitIdle(t, d)
+		})
 	}
-	fake.Jump(dispatch.GrowInterval)
-	assert.False(t, d.Grow(), "every task claimed: nothing waits")
-	assert.False(t, d.Waiting(), "every task claimed: nothing waits")
-	assert.Equal(t, n, exec.calls.Load(), "no more drain functions than the executor's size")
-	close(release)
-	closeAndWaitIdle(t, d)
 }
 
 // TestSlowTasksGrowBesideShortOnes: a dispatch whose drain functions are
@@ -393,4 +396,93 @@ func TestCalledFromTask(t *testing.T) {
 		require.Fail(t, "the task never ran")
 	}
 	closeAndWaitIdle(t, d)
+}
+
+// dispatchAndGrow dispatches tasks, then calls Grow every GrowInterval,
+// as a dispatching goroutine does, until stop is closed.
+func dispatchAndGrow(d *dispatch.Dispatcher[int], tasks []int, stop <-chan struct{}) (done <-chan struct{}) {
+	finished := make(chan struct{})
+	go func() {
+		defer close(finished)
+		d.Dispatch(tasks)
+		tick := time.NewTicker(dispatch.GrowInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				d.Grow()
+			}
+		}
+	}()
+	return finished
+}
+
+// TestASlowTaskHoldsUpNoTaskClaimedWithIt: slow tasks among thousands of
+// short ones due together, each slow one blocking until the test releases
+// it: every short task runs meanwhile, including those a drain function
+// claimed together with a slow task, whatever the number of processors.
+func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
+	const n, slowEvery = 4000, 500 // 8 slow tasks
+	release := make(chan struct{})
+	var short sync.WaitGroup
+	short.Add(n - n/slowEvery)
+	runs := make([]atomic.Int32, n+1)
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 64, Run: func(task int) {
+		runs[task].Add(1)
+		if task%slowEvery == 0 {
+			<-release
+			return
+		}
+		short.Done()
+	}})
+	stop := make(chan struct{})
+	growing := dispatchAndGrow(d, sequence(n), stop)
+	shortRan := make(chan struct{})
+	go func() { short.Wait(); close(shortRan) }()
+	select {
+	case <-shortRan:
+	case <-time.After(waitBound):
+		require.Fail(t, "short tasks waited behind slow ones")
+	}
+	close(release)
+	close(stop)
+	<-growing
+	closeAndWaitIdle(t, d)
+	for task := 1; task <= n; task++ {
+		require.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
+	}
+}
+
+// TestATaskCallingGoexitLosesNoOtherTask: a task that calls runtime.Goexit,
+// as t.FailNow does, ends its drain function's goroutine; the tasks it had
+// claimed and those after it still run exactly once, and the dispatcher
+// goes idle.
+func TestATaskCallingGoexitLosesNoOtherTask(t *testing.T) {
+	const n = 2000
+	runs := make([]atomic.Int32, n+1)
+	for name, exec := range map[string]dispatch.Executor{"goroutine per call": &goExecutor{}, "once": &queueExecutor{}} {
+		t.Run(name, func(t *testing.T) {
+			for i := range runs {
+				runs[i].Store(0)
+			}
+			d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 2, Run: func(task int) {
+				runs[task].Add(1)
+				if task%100 == 50 {
+					runtime.Goexit()
+				}
+			}})
+			d.Dispatch(sequence(n))
+			if q, ok := exec.(*queueExecutor); ok {
+				for _, f := range q.queued {
+					go f() // each on a goroutine a Goexit may end
+				}
+			}
+			closeAndWaitIdle(t, d)
+			for task := 1; task <= n; task++ {
+				require.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
+			}
+		})
+	}
 }
