@@ -54,7 +54,7 @@ type HashedWheelTimer struct {
 	worker       *worker
 	workerID     atomic.Uint64 // goroutine id of the worker
 	done         chan struct{} // closed when the worker has exited
-	stopResult   []Timeout     // written by the worker before done closes
+	stopResult   []Timeout     // written by the worker before done closes; taken by the first Stop after
 	releaseOnce  sync.Once
 	released     chan struct{} // closed once every task has returned and the own pool is gone
 }

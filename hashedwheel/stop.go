@@ -13,8 +13,9 @@ import (
 // Stop stops the timer and returns the timeouts that had neither expired
 // nor been cancelled, each now cancelled: their tasks never run and their
 // Cancelled hooks are not called. Every timeout NewTimeout accepted has
-// either expired, been cancelled, or is in this result. Only the first call
-// returns timeouts; later calls, and a Stop before the timer started,
+// either expired, been cancelled, or is in this result. The timeouts are
+// returned once: by the first Stop or StopContext that returns after the
+// worker has stopped. Later calls, and a Stop before the timer started,
 // return nil.
 //
 // Called from outside the timer's tasks and hooks, Stop returns only once
@@ -40,12 +41,13 @@ func (h *HashedWheelTimer) Stop() []Timeout {
 	return timeouts
 }
 
-// StopContext is Stop with a bound on the wait for the tasks: once ctx is
-// done it returns ctx.Err() with the same timeouts as Stop, and the tasks
-// that were claimed still run. If ctx is done while a task running on the
-// worker goroutine (pool.Inline) keeps the worker from stopping, it
-// returns nil timeouts and ctx.Err(): the worker stops, and cancels the
-// timeouts, once the task returns.
+// StopContext is Stop with a bound on its waits: for the worker to stop,
+// which a task running on it (pool.Inline), an executor blocking in
+// Execute or a Cancelled hook that blocks can delay, and for the tasks to
+// return. Once ctx is done it returns ctx.Err(): with the timeouts if the
+// worker had stopped, and otherwise with none, the worker then stopping
+// and cancelling them once what holds it returns, and the next Stop
+// returning them. Either way the tasks that were claimed still run.
 func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	h.startMu.Lock()
 	h.initZero()
@@ -59,9 +61,9 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 		return nil, nil
 	}
 
-	var result []Timeout
 	if goid.Current() == h.workerID.Load() {
 		// A task running inline, or a hook, on the worker: shut down here.
+		var result []Timeout
 		if prev == timerStarted {
 			result = h.worker.shutdown()
 		}
@@ -71,15 +73,13 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	if prev == timerStarted {
 		h.sleeper.Wake()
 	}
-	if err := h.awaitWorker(ctx); err != nil {
-		h.releaseWhenIdle()
-		return nil, err
-	}
-	if prev == timerStarted {
-		// Only this, the first Stop, reads it: the timer keeps nothing.
-		result, h.stopResult = h.stopResult, nil
-	}
 	h.releaseWhenIdle()
+	select {
+	case <-h.done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	result := h.takeStopResult()
 	if dispatch.CalledFromTask() {
 		return result, nil
 	}
@@ -91,20 +91,15 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	}
 }
 
-// awaitWorker waits for the worker goroutine to exit. Only a task running
-// on it, with pool.Inline, can keep it for long: only then does ctx bound
-// the wait.
-func (h *HashedWheelTimer) awaitWorker(ctx context.Context) error {
-	if h.executor != pool.Inline {
-		<-h.done
-		return nil
-	}
-	select {
-	case <-h.done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+// takeStopResult returns, to the first caller once the worker has stopped,
+// the timeouts its shutdown cancelled, and nil to the others: the timer
+// keeps nothing once they are handed out.
+func (h *HashedWheelTimer) takeStopResult() []Timeout {
+	h.startMu.Lock()
+	defer h.startMu.Unlock()
+	result := h.stopResult
+	h.stopResult = nil
+	return result
 }
 
 // releaseWhenIdle starts, once, the goroutine that waits for the worker to
