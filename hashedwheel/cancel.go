@@ -39,8 +39,10 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 	if hook == nil {
 		return
 	}
-	defer h.recoverPanic("Cancelled hook", t)
+	returned := false
+	defer h.afterUserCode("Cancelled hook", t, &returned)
 	hook.Cancelled(t)
+	returned = true
 }
 
 // cancelledHookOf returns the task's Cancelled hook, or nil. The function
@@ -116,7 +118,13 @@ func (w *worker) flushCancellations() {
 		h.countCancelled(w.uncounted)
 		w.uncounted = 0
 	}
+	// Each entry is cleared before its hook runs: a hook may call Stop,
+	// which flushes the rest, or runtime.Goexit, after which the worker's
+	// next goroutine does.
 	for i, t := range w.hooked {
+		if t == nil {
+			continue
+		}
 		w.hooked[i] = nil
 		h.countCancelled(1)
 		h.runCancelledHook(t)

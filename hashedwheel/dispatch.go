@@ -37,13 +37,16 @@ func (w *worker) dispatch() {
 	if len(w.due) == 0 {
 		return
 	}
+	due := w.due
+	// Emptied first: an inline task that calls runtime.Goexit leaves the
+	// rest to the dispatcher (see worker.finishInterrupted), none here.
+	w.due = w.due[:0]
 	if w.dispatcher.Inline() {
 		// Producers reach the worker through several stacks, so the order
 		// in which the timeouts arrived says nothing.
-		w.sortByDeadline(w.due)
+		w.sortByDeadline(due)
 	}
-	w.dispatcher.Dispatch(w.due)
-	w.due = w.due[:0]
+	w.dispatcher.Dispatch(due)
 }
 
 // behind reports whether a tick that can expire something has ended by
@@ -104,19 +107,29 @@ func (h *HashedWheelTimer) executorRefused(err error) {
 // run runs the task, recovering and logging a panic. A periodic timeout's
 // run ends by clearing its running mark, so that the next can start.
 func (t *timeout) run() {
-	defer t.timer.recoverPanic("TimerTask", t)
+	returned := false
+	defer t.timer.afterUserCode("TimerTask", t, &returned)
 	if t.period != 0 {
 		defer t.word.And(^uint64(runningBit))
 	}
 	t.task.Run(t)
+	returned = true
 }
 
-// recoverPanic, deferred, recovers a panic of what ran for t and logs it
-// with its stack, as net/http does for a handler: a user's task or hook
-// never takes the worker or a pool goroutine down.
-func (h *HashedWheelTimer) recoverPanic(what string, t *timeout) {
+// afterUserCode, deferred after a task or hook of t that sets *returned
+// as it returns, recovers a panic and logs it with its stack, as net/http
+// does for a handler, and logs a call of runtime.Goexit, which cannot be
+// stopped: the goroutine ends, and the dispatcher or the worker carries on
+// with another. A user's task or hook never takes the timer down.
+func (h *HashedWheelTimer) afterUserCode(what string, t *timeout, returned *bool) {
+	if *returned {
+		return
+	}
 	if r := recover(); r != nil {
 		h.config.logger.Error("hashedwheel: "+what+" panicked",
 			"timeout", t, "panic", r, "stack", string(debug.Stack()))
+		return
 	}
+	h.config.logger.Error("hashedwheel: "+what+" called runtime.Goexit; its goroutine ended, the timer carries on",
+		"timeout", t, "stack", string(debug.Stack()))
 }

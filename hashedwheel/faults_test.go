@@ -359,6 +359,106 @@ func TestFaultTaskPanics(t *testing.T) {
 	}
 }
 
+// TestFaultTaskCallsGoexit: tasks and Cancelled hooks that call
+// runtime.Goexit, as t.FailNow and require do when called from a callback,
+// inline on the worker or on the timer's pool. Each ends only its own
+// goroutine and is logged: every other task due with them runs once, the
+// worker carries on, later timeouts fire, Stop returns and the counts add
+// up.
+func TestFaultTaskCallsGoexit(t *testing.T) {
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			logs, logger := newLogBuffer()
+			opts := []Option{WithLogger(logger)}
+			if inline {
+				opts = append(opts, WithExecutor(pool.Inline))
+			}
+			fake := clock.NewFake(time.Now())
+			h := newTimerOn(t, fake, opts...)
+			total := newFaultCounter()
+			const n, exitEvery = 200, 20
+			tasks := make([]*hookTask, n)
+			for i := range tasks {
+				tasks[i] = &hookTask{onRun: func(Timeout) {
+					total.add()
+					if i%exitEvery == 0 {
+						runtime.Goexit()
+					}
+				}}
+				mustSchedule(t, h, tasks[i], testTick/2)
+			}
+			hooked := make([]*hookTask, 4)
+			var hookedTos []Timeout
+			for i := range hooked {
+				hooked[i] = &hookTask{onCancel: func(Timeout) {
+					if i%2 == 0 {
+						runtime.Goexit()
+					}
+				}}
+				hookedTos = append(hookedTos, mustSchedule(t, h, hooked[i], 10*testTick))
+			}
+			fake.WaitAsleep()
+			advance(fake, testTick)
+			total.waitFor(t, n, "tasks due together with tasks calling Goexit")
+			for _, to := range hookedTos {
+				require.True(t, to.Cancel())
+			}
+			advance(fake, testTick)
+			// The worker survived: timeouts after the Goexits fire.
+			later, _ := faultSchedule(t, h, total, 10, 3)
+			fake.WaitAsleep()
+			advance(fake, 3*testTick)
+			total.waitFor(t, int64(n+len(later)), "tasks after the Goexits")
+			pending := mustSchedule(t, h, noopTask, time.Hour)
+			var stopped []Timeout
+			faultWithin(t, "Stop after tasks called Goexit", func() { stopped = h.Stop() })
+			require.Equal(t, []Timeout{pending}, stopped)
+			for i, task := range tasks {
+				require.Equal(t, int32(1), task.runs.Load(), "runs of task %d", i)
+			}
+			for i, task := range hooked {
+				require.Equal(t, int32(1), task.cancelled.Load(), "hook calls of timeout %d", i)
+			}
+			faultBalance(t, h, int64(n+len(hooked)+len(later)+1), int64(n+len(later)), int64(len(hooked)), 1)
+			require.Equal(t, n/exitEvery, strings.Count(logs.String(), "TimerTask called runtime.Goexit"),
+				"task Goexits logged: %s", logs.String())
+			require.Equal(t, len(hooked)/2, strings.Count(logs.String(), "Cancelled hook called runtime.Goexit"),
+				"hook Goexits logged")
+		})
+	}
+}
+
+// TestFaultHookCallsGoexitDuringStop: a Cancelled hook that Stop's
+// shutdown calls, on the worker, calls runtime.Goexit: the other hooks
+// still run once, and Stop returns the pending timeouts.
+func TestFaultHookCallsGoexitDuringStop(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	hooks := make([]*hookTask, 6)
+	for i := range hooks {
+		hooks[i] = &hookTask{onCancel: func(Timeout) {
+			if i%3 == 0 {
+				runtime.Goexit()
+			}
+		}}
+	}
+	fake.WaitAsleep()
+	var queued []Timeout // cancelled before the worker took them in: Stop's shutdown calls their hooks
+	for _, task := range hooks {
+		queued = append(queued, mustSchedule(t, h, task, time.Hour))
+	}
+	for _, to := range queued {
+		require.True(t, to.Cancel())
+	}
+	pending := mustSchedule(t, h, noopTask, time.Hour)
+	var stopped []Timeout
+	faultWithin(t, "Stop with hooks calling Goexit", func() { stopped = h.Stop() })
+	require.Equal(t, []Timeout{pending}, stopped)
+	for i, task := range hooks {
+		require.Equal(t, int32(1), task.cancelled.Load(), "hook calls of timeout %d", i)
+	}
+	faultBalance(t, h, int64(len(hooks)+1), 0, int64(len(hooks)), 1)
+}
+
 // faultBlockingTask blocks until release is closed.
 type faultBlockingTask struct {
 	started chan struct{}

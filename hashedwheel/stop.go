@@ -63,12 +63,11 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 
 	if goid.Current() == h.workerID.Load() {
 		// A task running inline, or a hook, on the worker: shut down here.
-		var result []Timeout
 		if prev == timerStarted {
-			result = h.worker.shutdown()
+			h.worker.shutdown()
 		}
 		h.releaseWhenIdle()
-		return result, nil
+		return h.takeStopResult(), nil
 	}
 	if prev == timerStarted {
 		h.sleeper.Wake()
@@ -119,10 +118,11 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 }
 
 // shutdown ends the timer's work: it closes the intake stacks and the
-// report queues, and cancels and returns every timeout that neither
-// expired nor was cancelled. It runs on the worker goroutine, in the worker
-// loop or in a Stop called by a task or hook running on it.
-func (w *worker) shutdown() []Timeout {
+// report queues, and cancels every timeout that neither expired nor was
+// cancelled, leaving them for Stop to take. It runs on the worker
+// goroutine, in the worker loop or in a Stop called by a task or hook
+// running on it.
+func (w *worker) shutdown() {
 	h := w.timer
 	w.stopped = true
 	result := make([]Timeout, 0, w.wheel.size)
@@ -144,8 +144,7 @@ func (w *worker) shutdown() []Timeout {
 	stopQueued := func(t *timeout) {
 		t.forgetBelow()
 		if !stop(t) { // cancelled while queued
-			h.countCancelled(1)
-			h.runCancelledHook(t)
+			w.cancellationDone(t)
 		}
 	}
 	w.staged.drain(stopQueued)
@@ -163,10 +162,7 @@ func (w *worker) shutdown() []Timeout {
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.cancelled.Close()
-		drain(s.cancelled, func(t *timeout) {
-			h.countCancelled(1)
-			h.runCancelledHook(t)
-		})
+		drain(s.cancelled, w.cancellationDone)
 		s.moved.Close()
 		drain(s.moved, func(*timeout) {})
 	}
@@ -176,7 +172,13 @@ func (w *worker) shutdown() []Timeout {
 	if h.maxPending > 0 {
 		h.admitted.Add(-int64(len(result)))
 	}
-	return result
+	h.startMu.Lock()
+	h.stopResult = result
+	h.startMu.Unlock()
+	// The hooks last, once everything is accounted for: a hook that calls
+	// runtime.Goexit ends the worker's goroutine, and the one that takes
+	// over calls the rest.
+	w.flushCancellations()
 }
 
 // drain pops every value of a closed queue, waiting for pushes that had

@@ -61,16 +61,42 @@ func newWorker(h *HashedWheelTimer) *worker {
 // the next tick, process the cancellations, move new timeouts into their
 // buckets, expire the tick's bucket, and hand the expired tasks to the
 // executor; until Stop.
+//
+// A task run inline, or a Cancelled hook, that calls runtime.Goexit ends
+// the worker's goroutine: a new one takes over where it stopped.
 func (w *worker) run() {
 	h := w.timer
 	h.workerID.Store(goid.Current())
-	defer w.exit()
+	returned := false
+	defer func() {
+		if returned {
+			w.exit()
+		} else {
+			go w.run()
+		}
+	}()
+	w.finishInterrupted()
+	w.loop()
+	returned = true
+}
+
+// finishInterrupted finishes what a task or hook that called
+// runtime.Goexit interrupted: the rest of an inline dispatch, the rest of
+// the hooks to call.
+func (w *worker) finishInterrupted() {
+	w.dispatcher.RunInline()
+	w.flushCancellations()
+}
+
+// loop runs the worker's steps until Stop.
+func (w *worker) loop() {
+	h := w.timer
 	for !w.stopped {
 		now := w.waitForNextTick()
 		if h.state.Load() == timerStopped && !w.stopped {
 			w.dispatch()    // claimed timeouts run, even now
 			if !w.stopped { // a task running inline may have called Stop
-				h.stopResult = w.shutdown()
+				w.shutdown()
 			}
 			return
 		}

@@ -102,9 +102,12 @@ type Dispatcher[T any] struct {
 	free [][]T // emptied task lists, for the caller's next batches
 
 	// The dispatching goroutine's: the lists that had unclaimed tasks, and
-	// when Grow last measured their claims.
-	waiting  []*list[T]
-	measured int64
+	// when Grow last measured their claims; the tasks of an inline
+	// dispatch, of which inline[inlineNext:] have yet to run.
+	waiting    []*list[T]
+	measured   int64
+	inline     []T
+	inlineNext int
 }
 
 // New returns a dispatcher configured by cfg.
@@ -136,12 +139,8 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 		d.cfg.Started(len(tasks))
 	}
 	if d.Inline() {
-		for i, t := range tasks {
-			d.cfg.Run(t)
-			var zero T
-			tasks[i] = zero
-		}
-		d.finish(int64(len(tasks)))
+		d.inline, d.inlineNext = tasks, 0
+		d.RunInline()
 		return
 	}
 	for len(tasks) > 0 {
@@ -149,6 +148,24 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 		d.dispatchList(tasks[:n])
 		tasks = tasks[n:]
 	}
+}
+
+// RunInline runs, in order, the tasks of an inline dispatch that have not
+// run yet: Dispatch calls it, and so must the goroutine that takes over
+// from a dispatching goroutine that a task ended with runtime.Goexit.
+func (d *Dispatcher[T]) RunInline() {
+	ran := 0
+	defer func() { d.finish(int64(ran)) }() // a task that calls runtime.Goexit has finished too
+	for d.inlineNext < len(d.inline) {
+		i := d.inlineNext
+		d.inlineNext++
+		ran++
+		t := d.inline[i]
+		var zero T
+		d.inline[i] = zero
+		d.cfg.Run(t)
+	}
+	d.inline, d.inlineNext = nil, 0
 }
 
 // dispatchList hands tasks, at most maxListLen, to the executor as one
@@ -159,8 +176,8 @@ func (d *Dispatcher[T]) dispatchList(tasks []T) {
 	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
 	clear(tasks)
 	l.drain = func() { drainMarked(l) }
+	d.waiting = append(d.waiting, l) // first: Grow finds it even if Execute ends this goroutine
 	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
-	d.waiting = append(d.waiting, l)
 }
 
 // Grow doubles, up to the executor's size, the drain functions of each
@@ -234,13 +251,24 @@ func (l *list[T]) start(n int) {
 	}
 }
 
+// safeExecute hands f to e, turning a panic into an error. An Execute that
+// calls runtime.Goexit ends the calling goroutine: f then runs on a
+// goroutine of its own, so that no task is lost.
 func safeExecute(e Executor, f func()) (err error) {
+	returned := false
 	defer func() {
+		if returned {
+			return
+		}
 		if r := recover(); r != nil {
 			err = fmt.Errorf("executor panicked: %v", r)
+			return
 		}
+		go f()
 	}()
-	return e.Execute(f)
+	err = e.Execute(f)
+	returned = true
+	return err
 }
 
 // spare returns an empty slice with room for n tasks: a recycled one if
