@@ -205,7 +205,9 @@ func (s *Service) Place(ctx context.Context) (Order, error) {
 
 // Pay records the payment of a pending order and cancels its timeout. It
 // fails with ErrOrderCancelled if the cancellation committed first (the
-// payment is to be refunded), ErrAlreadyPaid or ErrNotFound.
+// payment is to be refunded), ErrAlreadyPaid or ErrNotFound. A payment a
+// little after the deadline is accepted while the cancellation has not
+// committed: the database, not the clock, orders the two.
 func (s *Service) Pay(ctx context.Context, id int64) (Order, error) {
 	if s.isClosed() {
 		return Order{}, ErrClosed
