@@ -37,172 +37,174 @@ func (r *cancelRecorder) cancelled() []int64 {
 	return append([]int64(nil), r.ids...)
 }
 
-// startService starts a service on the store, with a 30-minute payment
-// window and a 1-second tick on clk; it is closed at the end of the test.
-func startService(t *testing.T, s *Store, clk clock.Clock, opts ...ServiceOption) (*Service, *cancelRecorder) {
-	t.Helper()
-	rec := &cancelRecorder{}
-	opts = append([]ServiceOption{
-		WithPayWithin(payWithin), WithTick(tick), WithClock(clk),
-		WithLogger(discardLogger()), WithOnCancel(rec.record),
-	}, opts...)
-	svc, err := Start(context.Background(), s, opts...)
-	require.NoError(t, err)
-	t.Cleanup(svc.Close)
-	return svc, rec
+// shop is a service with a 30-minute payment window and a 1-second tick,
+// on a database and a clock of the test's. Everything is closed at the end
+// of the test.
+type shop struct {
+	store *Store
+	path  string
+	clk   clock.Clock
+	svc   *Service
+	rec   *cancelRecorder
 }
 
-func status(t *testing.T, s *Store, id int64) Order {
+// newShop starts a shop on a new database, on a fake clock at t0.
+func newShop(t *testing.T, opts ...ServiceOption) (*shop, *clock.Fake) {
 	t.Helper()
-	o, err := s.Get(context.Background(), id)
+	store, path := openStore(t)
+	fake := clock.NewFake(t0)
+	return startShop(t, store, path, fake, opts...), fake
+}
+
+func startShop(t *testing.T, store *Store, path string, clk clock.Clock, opts ...ServiceOption) *shop {
+	t.Helper()
+	sh := &shop{store: store, path: path, clk: clk, rec: &cancelRecorder{}}
+	opts = append([]ServiceOption{
+		WithPayWithin(payWithin), WithTick(tick), WithClock(clk),
+		WithLogger(discardLogger()), WithOnCancel(sh.rec.record),
+	}, opts...)
+	svc, err := Start(t.Context(), store, opts...)
+	require.NoError(t, err)
+	t.Cleanup(svc.Close)
+	sh.svc = svc
+	return sh
+}
+
+// restart ends the shop, as a process that stops, and starts a new one on
+// the same database file with a fake clock at the given time.
+func (sh *shop) restart(t *testing.T, at time.Time) (*shop, *clock.Fake) {
+	t.Helper()
+	sh.svc.Close()
+	require.NoError(t, sh.store.Close())
+	store, err := OpenStore(t.Context(), sh.path)
+	require.NoError(t, err)
+	t.Cleanup(func() { store.Close() })
+	fake := clock.NewFake(at)
+	return startShop(t, store, sh.path, fake), fake
+}
+
+func (sh *shop) place(t *testing.T) Order {
+	t.Helper()
+	o, err := sh.svc.Place(t.Context())
 	require.NoError(t, err)
 	return o
 }
 
-func TestUnpaidOrderIsCancelledAtItsDeadline(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, rec := startService(t, s, fake)
-	o, err := svc.Place(ctx)
+// get reads the order from the database.
+func (sh *shop) get(t *testing.T, id int64) Order {
+	t.Helper()
+	o, err := sh.store.Get(t.Context(), id)
 	require.NoError(t, err)
+	return o
+}
+
+// requireCancelledOnce checks that the order is cancelled, at or after its
+// deadline, with one cancellations row.
+func (sh *shop) requireCancelledOnce(t *testing.T, o Order) {
+	t.Helper()
+	got := sh.get(t, o.ID)
+	require.Equal(t, Cancelled, got.Status, "order %d", o.ID)
+	assert.False(t, got.Settled.Before(o.Deadline), "order %d cancelled at %v, deadline %v", o.ID, got.Settled, o.Deadline)
+	assert.Equal(t, []time.Time{got.Settled}, cancellationRows(t, sh.store, o.ID), "order %d", o.ID)
+}
+
+func TestUnpaidOrderIsCancelledAtItsDeadline(t *testing.T) {
+	sh, fake := newShop(t)
+	o := sh.place(t)
 	assert.Equal(t, t0.Add(payWithin), o.Deadline)
-	assert.Equal(t, 1, svc.Armed())
+	assert.Equal(t, 1, sh.svc.Armed())
 
 	fake.Advance(payWithin - time.Millisecond)
-	assert.Equal(t, Pending, status(t, s, o.ID).Status, "a millisecond before the deadline")
-	assert.Empty(t, rec.cancelled())
+	assert.Equal(t, Pending, sh.get(t, o.ID).Status, "a millisecond before the deadline")
+	assert.Empty(t, sh.rec.cancelled())
 
 	fake.Advance(tick + time.Millisecond)
-	got := status(t, s, o.ID)
-	assert.Equal(t, Cancelled, got.Status, "a tick after the deadline")
-	assert.False(t, got.Settled.Before(o.Deadline), "cancelled at %v, deadline %v", got.Settled, o.Deadline)
-	assert.LessOrEqual(t, got.Settled.Sub(o.Deadline), tick)
-	assert.Equal(t, []int64{o.ID}, rec.cancelled())
-	assert.Len(t, cancellationRows(t, s, o.ID), 1)
-	assert.Zero(t, svc.Armed())
+	sh.requireCancelledOnce(t, o)
+	assert.LessOrEqual(t, sh.get(t, o.ID).Settled.Sub(o.Deadline), tick, "within a tick")
+	assert.Equal(t, []int64{o.ID}, sh.rec.cancelled())
+	assert.Zero(t, sh.svc.Armed())
 }
 
 func TestPaymentDisarmsTheOrder(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, rec := startService(t, s, fake)
-	o, err := svc.Place(ctx)
-	require.NoError(t, err)
+	sh, fake := newShop(t)
+	o := sh.place(t)
 	fake.Advance(payWithin - time.Second)
-	paid, err := svc.Pay(ctx, o.ID)
+	paid, err := sh.svc.Pay(t.Context(), o.ID)
 	require.NoError(t, err)
 	assert.Equal(t, Paid, paid.Status)
 	assert.Equal(t, t0.Add(payWithin-time.Second), paid.Settled)
-	assert.Zero(t, svc.Armed(), "the payment cancelled the timeout")
+	assert.Zero(t, sh.svc.Armed(), "the payment cancelled the timeout")
 	fake.Settle() // the wheel processes the cancellation
-	assert.Zero(t, svc.timer.PendingTimeouts())
+	assert.Zero(t, sh.svc.timer.PendingTimeouts())
 
 	fake.Advance(time.Hour)
-	assert.Equal(t, Paid, status(t, s, o.ID).Status)
-	assert.Empty(t, rec.cancelled())
-	assert.Empty(t, cancellationRows(t, s, o.ID))
+	assert.Equal(t, Paid, sh.get(t, o.ID).Status)
+	assert.Empty(t, sh.rec.cancelled())
+	assert.Empty(t, cancellationRows(t, sh.store, o.ID))
 }
 
 func TestPaymentAfterTheCancellationIsRefused(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, _ := startService(t, s, fake)
-	o, err := svc.Place(ctx)
-	require.NoError(t, err)
+	sh, fake := newShop(t)
+	o := sh.place(t)
 	fake.Advance(payWithin + tick)
-
-	_, err = svc.Pay(ctx, o.ID)
+	_, err := sh.svc.Pay(t.Context(), o.ID)
 	require.ErrorIs(t, err, ErrOrderCancelled)
-	assert.Equal(t, Cancelled, status(t, s, o.ID).Status)
+	sh.requireCancelledOnce(t, o)
 
-	other, err := svc.Place(ctx)
+	other := sh.place(t)
+	_, err = sh.svc.Pay(t.Context(), other.ID)
 	require.NoError(t, err)
-	_, err = svc.Pay(ctx, other.ID)
-	require.NoError(t, err)
-	_, err = svc.Pay(ctx, other.ID)
+	_, err = sh.svc.Pay(t.Context(), other.ID)
 	require.ErrorIs(t, err, ErrAlreadyPaid)
-	_, err = svc.Pay(ctx, other.ID+100)
+	_, err = sh.svc.Pay(t.Context(), other.ID+100)
 	require.ErrorIs(t, err, ErrNotFound)
 }
 
-// restart closes svc and its store, as a process that ends, and opens the
-// database again.
-func restart(t *testing.T, svc *Service, s *Store, path string) *Store {
-	t.Helper()
-	svc.Close()
-	require.NoError(t, s.Close())
-	s2, err := OpenStore(context.Background(), path)
-	require.NoError(t, err)
-	t.Cleanup(func() { s2.Close() })
-	return s2
-}
-
 func TestRestartArmsPendingOrdersWithTheTimeLeft(t *testing.T) {
-	ctx := context.Background()
-	s, path := openStore(t)
-	before := clock.NewFake(t0)
-	svc, _ := startService(t, s, before)
-	first, err := svc.Place(ctx)
-	require.NoError(t, err)
+	sh, before := newShop(t)
+	first := sh.place(t)
 	before.Advance(10 * time.Minute)
-	second, err := svc.Place(ctx)
+	second := sh.place(t)
+	paid := sh.place(t)
+	_, err := sh.svc.Pay(t.Context(), paid.ID)
 	require.NoError(t, err)
-	paid, err := svc.Place(ctx)
-	require.NoError(t, err)
-	_, err = svc.Pay(ctx, paid.ID)
-	require.NoError(t, err)
-	s = restart(t, svc, s, path)
 
 	// The new process starts 25 minutes after the first order: 5 minutes
 	// left to it, 15 to the second.
-	after := clock.NewFake(t0.Add(25 * time.Minute))
-	svc, rec := startService(t, s, after)
-	assert.Equal(t, Recovery{Rearmed: 2}, svc.Recovery())
-	assert.Equal(t, 2, svc.Armed())
+	sh, after := sh.restart(t, t0.Add(25*time.Minute))
+	assert.Equal(t, Recovery{Rearmed: 2}, sh.svc.Recovery())
+	assert.Equal(t, 2, sh.svc.Armed())
 
 	after.Advance(5*time.Minute - time.Millisecond)
-	assert.Empty(t, rec.cancelled(), "before the first deadline")
+	assert.Empty(t, sh.rec.cancelled(), "before the first deadline")
 	after.Advance(tick + time.Millisecond)
-	assert.Equal(t, []int64{first.ID}, rec.cancelled())
-	assert.Equal(t, Pending, status(t, s, second.ID).Status)
+	assert.Equal(t, []int64{first.ID}, sh.rec.cancelled())
+	sh.requireCancelledOnce(t, first)
+	assert.Equal(t, Pending, sh.get(t, second.ID).Status)
+
 	after.Advance(10*time.Minute - tick - time.Millisecond)
-	assert.Equal(t, []int64{first.ID}, rec.cancelled(), "before the second deadline")
+	assert.Equal(t, []int64{first.ID}, sh.rec.cancelled(), "before the second deadline")
 	after.Advance(tick + time.Millisecond)
-	assert.Equal(t, []int64{first.ID, second.ID}, rec.cancelled())
-	for _, o := range []Order{first, second} {
-		got := status(t, s, o.ID)
-		assert.Equal(t, Cancelled, got.Status)
-		assert.False(t, got.Settled.Before(o.Deadline))
-		assert.Len(t, cancellationRows(t, s, o.ID), 1)
-	}
-	assert.Equal(t, Paid, status(t, s, paid.ID).Status)
+	assert.Equal(t, []int64{first.ID, second.ID}, sh.rec.cancelled())
+	sh.requireCancelledOnce(t, second)
+	assert.Equal(t, Paid, sh.get(t, paid.ID).Status)
 }
 
 func TestRestartCancelsOverdueOrdersAtOnce(t *testing.T) {
-	ctx := context.Background()
-	s, path := openStore(t)
-	before := clock.NewFake(t0)
-	svc, _ := startService(t, s, before)
-	overdue, err := svc.Place(ctx)
-	require.NoError(t, err)
+	sh, before := newShop(t)
+	overdue := sh.place(t)
 	before.Advance(10 * time.Minute)
-	later, err := svc.Place(ctx)
-	require.NoError(t, err)
-	s = restart(t, svc, s, path)
+	later := sh.place(t)
 
 	// Down from 10 to 31 minutes: the first deadline passed meanwhile.
 	restartAt := t0.Add(31 * time.Minute)
-	svc, rec := startService(t, s, clock.NewFake(restartAt))
-	assert.Equal(t, Recovery{Rearmed: 1, Overdue: 1}, svc.Recovery())
-	assert.Equal(t, []int64{overdue.ID}, rec.cancelled(), "cancelled before Start returned")
-	got := status(t, s, overdue.ID)
-	assert.Equal(t, Cancelled, got.Status)
-	assert.Equal(t, restartAt, got.Settled)
-	assert.Equal(t, Pending, status(t, s, later.ID).Status)
-	assert.Equal(t, 1, svc.Armed())
+	sh, _ = sh.restart(t, restartAt)
+	assert.Equal(t, Recovery{Rearmed: 1, Overdue: 1}, sh.svc.Recovery())
+	assert.Equal(t, []int64{overdue.ID}, sh.rec.cancelled(), "cancelled before Start returned")
+	sh.requireCancelledOnce(t, overdue)
+	assert.Equal(t, restartAt, sh.get(t, overdue.ID).Settled)
+	assert.Equal(t, Pending, sh.get(t, later.ID).Status)
+	assert.Equal(t, 1, sh.svc.Armed())
 }
 
 // steppedClock is a fake clock whose wall clock can be stepped back, as NTP
@@ -215,52 +217,43 @@ type steppedClock struct {
 func (c *steppedClock) Now() time.Time { return c.Fake.Now().Add(-time.Duration(c.back.Load())) }
 
 func TestWallClockSteppedBackDelaysTheCancellation(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
+	store, path := openStore(t)
 	clk := &steppedClock{Fake: clock.NewFake(t0)}
-	svc, rec := startService(t, s, clk)
-	o, err := svc.Place(ctx)
-	require.NoError(t, err)
+	sh := startShop(t, store, path, clk)
+	o := sh.place(t)
 	clk.back.Store(int64(5 * time.Minute))
 
 	// The timeout fires after 30 minutes of monotonic time, when the wall
 	// clock reads 25 minutes after the order: the database refuses, and the
 	// order is armed again for the 5 minutes left.
 	clk.Advance(payWithin + tick)
-	assert.Equal(t, Pending, status(t, s, o.ID).Status)
-	assert.Empty(t, rec.cancelled())
-	assert.Equal(t, 1, svc.Armed())
+	assert.Equal(t, Pending, sh.get(t, o.ID).Status)
+	assert.Empty(t, sh.rec.cancelled())
+	assert.Equal(t, 1, sh.svc.Armed())
 
 	clk.Advance(5 * time.Minute)
-	got := status(t, s, o.ID)
-	assert.Equal(t, Cancelled, got.Status)
-	assert.False(t, got.Settled.Before(o.Deadline), "cancelled at %v, deadline %v", got.Settled, o.Deadline)
-	assert.Equal(t, []int64{o.ID}, rec.cancelled())
+	sh.requireCancelledOnce(t, o)
+	assert.Equal(t, []int64{o.ID}, sh.rec.cancelled())
 }
 
 // TestTwoServicesOnOneDatabaseCancelOnce: a new process that starts while
 // the old one still runs arms the same orders; each cancellation still
 // commits once.
 func TestTwoServicesOnOneDatabaseCancelOnce(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	old, oldRec := startService(t, s, fake)
+	old, fake := newShop(t)
 	var orders []Order
 	for range 20 {
-		o, err := old.Place(ctx)
-		require.NoError(t, err)
-		orders = append(orders, o)
+		orders = append(orders, old.place(t))
 	}
 	fake.Advance(time.Minute)
-	young, youngRec := startService(t, s, fake)
-	assert.Equal(t, Recovery{Rearmed: 20}, young.Recovery())
+	young := startShop(t, old.store, old.path, fake)
+	assert.Equal(t, Recovery{Rearmed: 20}, young.svc.Recovery())
 
 	fake.Advance(payWithin)
-	cancelled := append(oldRec.cancelled(), youngRec.cancelled()...)
+	cancelled := append(old.rec.cancelled(), young.rec.cancelled()...)
 	assert.ElementsMatch(t, ids(orders), cancelled, "each order reported cancelled by exactly one service")
 	for _, o := range orders {
-		assert.Len(t, cancellationRows(t, s, o.ID), 1, "order %d", o.ID)
+		old.requireCancelledOnce(t, o)
 	}
 }
 
@@ -268,16 +261,11 @@ func TestTwoServicesOnOneDatabaseCancelOnce(t *testing.T) {
 // the timer cancels them at their deadline: each order ends either paid,
 // and the payment accepted, or cancelled, and the payment refused.
 func TestPaymentsRacingCancellationsSettleEachOrderOnce(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, rec := startService(t, s, fake)
+	sh, fake := newShop(t)
 	const n = 100
 	var orders []Order
 	for range n {
-		o, err := svc.Place(ctx)
-		require.NoError(t, err)
-		orders = append(orders, o)
+		orders = append(orders, sh.place(t))
 	}
 	fake.Advance(payWithin - time.Millisecond)
 
@@ -287,7 +275,7 @@ func TestPaymentsRacingCancellationsSettleEachOrderOnce(t *testing.T) {
 	fake.Jump(tick + time.Millisecond) // the wheel starts cancelling while the payments come in
 	for _, o := range orders {
 		wg.Go(func() {
-			switch _, err := svc.Pay(ctx, o.ID); {
+			switch _, err := sh.svc.Pay(context.Background(), o.ID); {
 			case err == nil:
 				paid.Add(1)
 			case errors.Is(err, ErrOrderCancelled):
@@ -303,64 +291,53 @@ func TestPaymentsRacingCancellationsSettleEachOrderOnce(t *testing.T) {
 	assert.Empty(t, errs)
 
 	assert.Equal(t, int64(n), paid.Load()+refused.Load())
-	assert.Len(t, rec.cancelled(), int(refused.Load()), "a payment is refused exactly when the cancellation committed")
+	assert.Len(t, sh.rec.cancelled(), int(refused.Load()), "a payment is refused exactly when the cancellation committed")
 	for _, o := range orders {
-		got := status(t, s, o.ID)
-		rows := cancellationRows(t, s, o.ID)
-		if got.Status == Cancelled {
-			assert.Len(t, rows, 1, "order %d", o.ID)
+		if sh.get(t, o.ID).Status == Cancelled {
+			sh.requireCancelledOnce(t, o)
 		} else {
-			assert.Equal(t, Paid, got.Status, "order %d", o.ID)
-			assert.Empty(t, rows, "order %d", o.ID)
+			assert.Equal(t, Paid, sh.get(t, o.ID).Status, "order %d", o.ID)
+			assert.Empty(t, cancellationRows(t, sh.store, o.ID), "order %d", o.ID)
 		}
 	}
 	t.Logf("%d paid, %d refused", paid.Load(), refused.Load())
 }
 
 func TestFailedCancellationIsRetried(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, rec := startService(t, s, fake, WithRetryAfter(10*time.Second))
-	o, err := svc.Place(ctx)
-	require.NoError(t, err)
-	_, err = s.db.Exec(`CREATE TRIGGER fail_cancel BEFORE UPDATE ON orders WHEN NEW.status = 'cancelled'
+	sh, fake := newShop(t, WithRetryAfter(10*time.Second))
+	o := sh.place(t)
+	_, err := sh.store.db.Exec(`CREATE TRIGGER fail_cancel BEFORE UPDATE ON orders WHEN NEW.status = 'cancelled'
 		BEGIN SELECT RAISE(ABORT, 'disk on fire'); END`)
 	require.NoError(t, err)
 
 	fake.Advance(payWithin + tick)
-	assert.Equal(t, Pending, status(t, s, o.ID).Status)
-	assert.Empty(t, rec.cancelled())
-	assert.Equal(t, 1, svc.Armed(), "armed again after the error")
+	assert.Equal(t, Pending, sh.get(t, o.ID).Status)
+	assert.Empty(t, sh.rec.cancelled())
+	assert.Equal(t, 1, sh.svc.Armed(), "armed again after the error")
 
-	_, err = s.db.Exec(`DROP TRIGGER fail_cancel`)
+	_, err = sh.store.db.Exec(`DROP TRIGGER fail_cancel`)
 	require.NoError(t, err)
 	fake.Advance(10*time.Second + tick)
-	assert.Equal(t, Cancelled, status(t, s, o.ID).Status)
-	assert.Equal(t, []int64{o.ID}, rec.cancelled())
+	sh.requireCancelledOnce(t, o)
+	assert.Equal(t, []int64{o.ID}, sh.rec.cancelled())
 }
 
 func TestClosedServiceKeepsOrdersPending(t *testing.T) {
-	ctx := context.Background()
-	s, _ := openStore(t)
-	fake := clock.NewFake(t0)
-	svc, rec := startService(t, s, fake)
-	o, err := svc.Place(ctx)
-	require.NoError(t, err)
-	svc.Close()
+	sh, fake := newShop(t)
+	o := sh.place(t)
+	sh.svc.Close()
 
-	_, err = svc.Place(ctx)
+	_, err := sh.svc.Place(t.Context())
 	require.ErrorIs(t, err, ErrClosed)
-	_, err = svc.Pay(ctx, o.ID)
+	_, err = sh.svc.Pay(t.Context(), o.ID)
 	require.ErrorIs(t, err, ErrClosed)
 	fake.Advance(2 * payWithin)
-	assert.Equal(t, Pending, status(t, s, o.ID).Status, "left for the next start")
-	assert.Empty(t, rec.cancelled())
+	assert.Equal(t, Pending, sh.get(t, o.ID).Status, "left for the next start")
+	assert.Empty(t, sh.rec.cancelled())
 }
 
 func TestStartRejectsBadOptions(t *testing.T) {
-	s, _ := openStore(t)
-	ctx := context.Background()
+	store, _ := openStore(t)
 	for name, opt := range map[string]ServiceOption{
 		"zero pay-within": WithPayWithin(0),
 		"negative tick":   WithTick(-time.Second),
@@ -368,11 +345,11 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		"nil logger":      WithLogger(nil),
 		"nil on-cancel":   WithOnCancel(nil),
 	} {
-		svc, err := Start(ctx, s, opt)
+		svc, err := Start(t.Context(), store, opt)
 		assert.Error(t, err, name)
 		assert.Nil(t, svc, name)
 	}
-	_, err := Start(ctx, nil)
+	_, err := Start(t.Context(), nil)
 	require.Error(t, err)
 }
 
