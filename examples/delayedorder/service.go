@@ -22,15 +22,16 @@ var ErrClosed = errors.New("delayedorder: service closed")
 // to ask the database to cancel it. Losing the wheel (a crash, a restart)
 // loses nothing: Start arms every pending order again from the database.
 type Service struct {
-	store  *Store
-	clock  clock.Clock
-	timer  *hashedwheel.HashedWheelTimer
-	cfg    serviceConfig
-	log    *slog.Logger
+	store *Store
+	clock clock.Clock
+	timer *hashedwheel.HashedWheelTimer
+	cfg   serviceConfig
+	log   *slog.Logger
+	rec   Recovery // written by Start only
+
 	mu     sync.Mutex
 	armed  map[int64]hashedwheel.Timeout // pending orders' timeouts, for Pay to cancel; guarded by mu
 	closed bool                          // guarded by mu
-	rec    Recovery
 }
 
 // Recovery is what Start found in the database.

@@ -155,7 +155,7 @@ func (s *Store) Cancel(ctx context.Context, id int64, now time.Time) (o Order, c
 	if err != nil {
 		return Order{}, false, fmt.Errorf("delayedorder: cancel order %d: %w", id, err)
 	}
-	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	defer tx.Rollback() // a no-op once committed
 	ms := now.UnixMilli()
 	res, err := tx.ExecContext(ctx,
 		`UPDATE orders SET status = 'cancelled', settled_ms = ?
