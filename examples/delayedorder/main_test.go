@@ -3,91 +3,76 @@ package main
 import (
 	"bytes"
 	"context"
-	"strings"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
-// TestMain fails the package if a test leaves a goroutine behind.
+// childEnv, set to 1, makes the test binary run the program instead of the
+// tests, with the program's flags as arguments: the crash test starts and
+// kills it as a real process.
+const childEnv = "DELAYEDORDER_TEST_CHILD"
+
+// TestMain runs the program when started as a child, and otherwise fails
+// the package if a test leaves a goroutine behind.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) == "1" {
+		os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
+	}
 	leaktest.VerifyTestMain(m)
 }
 
-func TestDelayedOrder(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Orders = 400
-	cfg.Scale = 6000 // 30 minutes in 300ms; the whole run in about 550ms
-	cfg.Tick = 5 * time.Millisecond
-	r, err := run(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.check(); err != nil {
-		t.Fatal(err)
-	}
-	if r.PlannedOnTime+r.PlannedLate+r.PlannedNot != cfg.Orders || r.PlannedNot == 0 || r.PlannedLate == 0 {
-		t.Fatalf("plan %+v: want some customers of each kind", r)
-	}
-	// Whatever the timing, only paying customers can have paid, and every
-	// refused payment is one that lost to the timer.
-	if r.Paid > r.PlannedOnTime+r.PlannedLate {
-		t.Errorf("%d paid, but only %d customers pay", r.Paid, r.PlannedOnTime+r.PlannedLate)
-	}
-	if r.Paid+r.Refused != r.PlannedOnTime+r.PlannedLate {
-		t.Errorf("%d paid + %d refused != %d payments", r.Paid, r.Refused, r.PlannedOnTime+r.PlannedLate)
-	}
-	if len(r.CancelAfter) != r.Cancelled {
-		t.Errorf("%d cancellation times for %d cancelled orders", len(r.CancelAfter), r.Cancelled)
-	}
-	for _, d := range r.CancelAfter {
-		if d < cfg.PayWithin {
-			t.Fatalf("an order was cancelled %v after placement, before %v", d, cfg.PayWithin)
-		}
-	}
-	s := r.Stats
-	if s.Scheduled != uint64(cfg.Orders) || s.Cancelled != uint64(r.Paid) || s.Expired != uint64(r.Cancelled) {
-		t.Errorf("timer stats %+v: want %d scheduled, %d cancelled, %d expired", s, cfg.Orders, r.Paid, r.Cancelled)
-	}
+func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
+// TestRunSettlesEveryOrder runs the program in real time, shortened: every
+// order ends paid or cancelled, and the run's account matches the
+// database's.
+func TestRunSettlesEveryOrder(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.DB = filepath.Join(t.TempDir(), "orders.db")
+	cfg.Orders = 80
+	cfg.PlaceOver = 200 * time.Millisecond
+	cfg.PayWithin = 300 * time.Millisecond
+	cfg.Tick = 10 * time.Millisecond
 	var out bytes.Buffer
-	r.print(&out, cfg)
-	for _, want := range []string{"cancelled twice: 0", "both paid and cancelled: 0", "missed (unpaid, still open): 0", "ok: every order paid or cancelled"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("report lacks %q:\n%s", want, out.String())
-		}
-	}
+	r, err := run(context.Background(), cfg, &out, discardLogger())
+	require.NoError(t, err)
+	require.NoError(t, r.Audit.Err())
+
+	a := r.Audit
+	assert.Equal(t, Recovery{}, r.Recovery, "a new database has nothing to recover")
+	assert.Equal(t, cfg.Orders, r.Placed)
+	assert.Equal(t, cfg.Orders, a.Orders)
+	assert.Zero(t, a.Pending)
+	assert.Equal(t, r.Paid, a.Paid, "every accepted payment is in the database")
+	assert.Equal(t, r.CancelledHere, a.Cancelled, "every cancellation committed was reported once")
+	assert.Positive(t, a.Cancelled, "some customers never pay")
+	assert.Positive(t, a.Paid)
+	assert.Len(t, a.CancelLatenesses, a.Cancelled)
+	assert.GreaterOrEqual(t, a.CancelLatenesses[0], time.Duration(0))
+
+	var report bytes.Buffer
+	r.print(&report, cfg)
+	assert.Contains(t, out.String(), "recovered: rearmed=0 overdue_cancelled=0")
+	assert.Contains(t, report.String(), "ok: every order paid or cancelled")
 }
 
-func TestDelayedOrderCheckCatchesFailures(t *testing.T) {
-	good := report{Orders: 3, PlannedNot: 1, Paid: 2, Cancelled: 1}
-	if err := good.check(); err != nil {
-		t.Fatalf("check rejected a good report: %v", err)
-	}
-	for _, mod := range []func(*report){
-		func(r *report) { r.Open, r.Cancelled = 1, 0 },
-		func(r *report) { r.CancelledTwice = 1 },
-		func(r *report) { r.Conflicts = 1 },
-		func(r *report) { r.CancelledEarly = 1 },
-		func(r *report) { r.Leftover = 1 },
-		func(r *report) { r.PlannedNot = 2 },
-	} {
-		r := good
-		mod(&r)
-		if r.check() == nil {
-			t.Errorf("check accepted %+v", r)
-		}
-	}
-}
+func TestRealMainRejectsBadArguments(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	assert.Equal(t, 2, realMain([]string{"-no-such-flag"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "no-such-flag")
 
-func TestDelayedOrderStopsWithContext(t *testing.T) {
-	cfg := defaultConfig()
-	cfg.Orders = 10
-	cfg.Scale = 1 // real time: would take an hour
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
-	defer cancel()
-	if _, err := run(ctx, cfg); err == nil {
-		t.Fatal("run did not stop with its context")
-	}
+	stderr.Reset()
+	db := filepath.Join(t.TempDir(), "orders.db")
+	assert.Equal(t, 1, realMain([]string{"-db", db, "-pay", "1.5"}, &stdout, &stderr))
+	assert.Contains(t, stderr.String(), "invalid configuration")
+	assert.NoFileExists(t, db, "nothing is created for a bad configuration")
 }
