@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +27,8 @@ func smallConfig() config {
 	cfg.MaxDelay = 300 * time.Millisecond
 	cfg.Tick = 5 * time.Millisecond
 	cfg.Progress = 50 * time.Millisecond
+	cfg.Rounds = 3
+	cfg.CostOps = 2000
 	return cfg
 }
 
@@ -35,14 +39,29 @@ func TestRunPrintsSummary(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"Scheduling 20,000 timeouts",
+		"Machine: ", fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0)), runtime.Version(),
+		"3 rounds of 2,000 operations each (500 of a context)",
+		"Scheduling 20,000 timeouts", "One run on each timer",
 		"hashedwheel", "time.AfterFunc",
-		"schedule rate", "cancel rate", "memory per timeout + func",
+		"memory per pending timeout",
 		"firing lateness p50", "firing lateness p99", "firing lateness max",
 		"hashedwheel.Stats: scheduled 20,000",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Each cost row has both sides' spreads, then the ratio's or void.
+	for _, row := range []string{"schedule + cancel", "the same on ", "request context + cancel"} {
+		line := lineWith(got, row)
+		if n := strings.Count(line, "("); !(n == 3 || n == 2 && strings.HasSuffix(line, " void")) {
+			t.Errorf("cost row %q = %q: want both sides and a ratio or void", row, line)
+		}
+	}
+	// The bulk phases are not timed: no single-shot rate is compared.
+	for _, gone := range []string{"schedule rate", "cancel rate", "faster", "slower"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("output still prints %q", gone)
 		}
 	}
 	early := lineWith(got, "fired early")
@@ -69,6 +88,7 @@ func TestRunPrintsSummary(t *testing.T) {
 func TestRunTerminalRewritesOneLine(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Compare = false
+	cfg.Rounds = 0
 	cfg.TTY = true
 	cfg.Progress = 10 * time.Millisecond
 	var out bytes.Buffer
@@ -82,6 +102,9 @@ func TestRunTerminalRewritesOneLine(t *testing.T) {
 	}
 	if strings.Contains(got, "time.AfterFunc") {
 		t.Error("-compare=false still ran time.AfterFunc")
+	}
+	if strings.Contains(got, "Cost per operation") {
+		t.Error("-rounds 0 still measured the cost")
 	}
 }
 
@@ -97,7 +120,7 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	defer timer.Stop()
 	var out bytes.Buffer
 	r, err := runBackend(context.Background(), cfg, w, &out, backend[hashedwheel.Timeout]{
-		name: "hashedwheel", label: "wheel", schedule: timer.AfterFunc, cancel: hashedwheel.Timeout.Cancel,
+		name: "hashedwheel", label: "wheel", resolution: cfg.Tick, schedule: timer.AfterFunc, cancel: hashedwheel.Timeout.Cancel,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +137,14 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	if !(0 <= r.p50 && r.p50 <= r.p99 && r.p99 <= r.max) {
 		t.Errorf("lateness p50 %v, p99 %v, max %v: not ordered", r.p50, r.p99, r.max)
 	}
-	if r.bytesPerPending <= 0 {
-		t.Errorf("memory per pending timeout = %v", r.bytesPerPending)
+	// The funcs are allocated before the heap is measured: what is left is
+	// the timer's own memory, 64 bytes a timeout, with some slack for the
+	// wheel's buckets and the runtime's bookkeeping.
+	if r.bytesPerPending < 48 || r.bytesPerPending > 96 {
+		t.Errorf("memory per pending timeout = %.1f B, want about 64", r.bytesPerPending)
+	}
+	if why := r.void(); why != "" {
+		t.Errorf("an ordinary run is void: %s", why)
 	}
 	s := timer.Stats()
 	if s.Scheduled != uint64(cfg.N) || s.Expired != uint64(r.fired) {
@@ -142,6 +171,8 @@ func TestValidate(t *testing.T) {
 		func(c *config) { c.CancelFrac = 1.5 },
 		func(c *config) { c.MinDelay, c.MaxDelay = 2*time.Second, time.Second },
 		func(c *config) { c.Producers = 0 },
+		func(c *config) { c.Rounds = -1 },
+		func(c *config) { c.CostOps = 0 },
 	} {
 		cfg := defaultConfig()
 		mod(&cfg)
