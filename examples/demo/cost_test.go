@@ -2,11 +2,8 @@ package main
 
 import (
 	"bytes"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -79,31 +76,4 @@ func TestPrintCostShowsVoidInsteadOfRatio(t *testing.T) {
 	assert.NotContains(t, row, "0.")
 	assert.Contains(t, got, "void: schedule + cancel: time.AfterFunc + Stop's rounds")
 	assert.Contains(t, lineWith(got, "request context + cancel"), "0.42 (0.40-0.47)")
-}
-
-func TestLatenessVoidWhenTasksRanFarLate(t *testing.T) {
-	wheel := result{name: "hashedwheel", resolution: 10 * time.Millisecond, fired: 100, p50: 6 * time.Millisecond, bytesPerPending: 64}
-	baseline := result{name: "time.AfterFunc", fired: 100, p50: 39 * time.Second, bytesPerPending: 129}
-	assert.Empty(t, wheel.void())
-	assert.Contains(t, baseline.void(), "time.AfterFunc's tasks ran a median of 39.0s late")
-
-	var out bytes.Buffer
-	printSummary(&out, smallConfig(), []result{wheel, baseline})
-	got := out.String()
-	assert.Contains(t, got, "void: time.AfterFunc's tasks")
-	assert.NotRegexp(t, `\d\.\d\dx`, lineWith(got, "memory per pending timeout"), "a void run is compared")
-
-	out.Reset()
-	baseline.p50 = 500 * time.Microsecond
-	printSummary(&out, smallConfig(), []result{wheel, baseline})
-	assert.Contains(t, lineWith(out.String(), "memory per pending timeout"), "0.50x")
-	assert.NotContains(t, out.String(), "void")
-}
-
-func TestMachineNamesCPUAndGo(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "cpuinfo")
-	require.NoError(t, os.WriteFile(path, []byte("processor\t: 0\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 7B13\n"), 0o600))
-	assert.Equal(t, "AMD EPYC 7B13", cpuModel(path))
-	assert.Equal(t, "CPU model unknown", cpuModel(filepath.Join(t.TempDir(), "none")))
-	assert.Contains(t, machine(), "GOMAXPROCS")
 }

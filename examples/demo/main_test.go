@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
+
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
@@ -143,9 +145,6 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	if r.bytesPerPending < 48 || r.bytesPerPending > 96 {
 		t.Errorf("memory per pending timeout = %.1f B, want about 64", r.bytesPerPending)
 	}
-	if why := r.void(); why != "" {
-		t.Errorf("an ordinary run is void: %s", why)
-	}
 	s := timer.Stats()
 	if s.Scheduled != uint64(cfg.N) || s.Expired != uint64(r.fired) {
 		t.Errorf("timer Stats %+v; run counted %d fired", s, r.fired)
@@ -198,6 +197,36 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+func TestRunVoidWhenTasksRanFarLate(t *testing.T) {
+	wheel := result{name: "hashedwheel", resolution: 10 * time.Millisecond, fired: 100, cancelled: 900, toCancel: 900, p50: 6 * time.Millisecond, bytesPerPending: 64}
+	baseline := result{name: "time.AfterFunc", fired: 100, cancelled: 900, toCancel: 900, p50: 39 * time.Second, bytesPerPending: 129}
+	assert.Empty(t, wheel.void())
+	assert.Contains(t, baseline.void(), "time.AfterFunc's tasks ran a median of 39.0s late")
+
+	var out bytes.Buffer
+	printSummary(&out, smallConfig(), []result{wheel, baseline})
+	got := out.String()
+	assert.Contains(t, got, "void: time.AfterFunc's tasks")
+	assert.NotRegexp(t, `\d\.\d\dx`, lineWith(got, "memory per pending timeout"), "a void run is compared")
+
+	out.Reset()
+	baseline.p50 = 500 * time.Microsecond
+	printSummary(&out, smallConfig(), []result{wheel, baseline})
+	assert.Contains(t, lineWith(out.String(), "memory per pending timeout"), "0.50x")
+	assert.NotContains(t, out.String(), "void")
+}
+
+// TestRunVoidWhenCancellationsCameTooLate: a timer that fired more than 1%
+// of the timeouts it was to cancel ran another workload.
+func TestRunVoidWhenCancellationsCameTooLate(t *testing.T) {
+	r := result{name: "time.AfterFunc", fired: 1000, cancelled: 0, toCancel: 900, p50: time.Millisecond}
+	assert.Contains(t, r.void(), "time.AfterFunc: 900 of the 900 timeouts to cancel fired first")
+	r.fired, r.cancelled = 109, 891 // 1%: still the same workload
+	assert.Empty(t, r.void())
+	r.fired, r.cancelled = 110, 890
+	assert.Contains(t, r.void(), "10 of the 900 timeouts to cancel fired first")
 }
 
 // lineWith returns the first line of s containing sub.
