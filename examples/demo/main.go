@@ -152,7 +152,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	fmt.Fprintf(out, "Scheduling %s timeouts with delays spread over %v-%v from %d goroutines;\n",
 		commas(int64(cfg.N)), cfg.MinDelay, cfg.MaxDelay, cfg.Producers)
 	fmt.Fprintf(out, "%.0f%% are cancelled before their deadline, as a server cancels the deadline of\n"+
-		"each request answered in time; the rest fire. One run on each timer; hashedwheel tick: %v.\n\n",
+		"each request answered in time; the rest fire. One run on each timer;\nhashedwheel tick: %v.\n\n",
 		100*cfg.CancelFrac, cfg.Tick)
 
 	timer, err := newTimer()
