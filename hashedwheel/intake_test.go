@@ -41,7 +41,11 @@ func appendCollected(buf []*timeout, b intakeBatch) []*timeout {
 // pushed them, none keeps a link to another, and pushed(), read
 // concurrently, never goes back and never counts more than was pushed.
 func TestIntakeManyProducers(t *testing.T) {
-	const producers, perProducer = 8, 20_000
+	const producers = 8
+	perProducer := 20_000
+	if testing.Short() {
+		perProducer = 2_000
+	}
 	s := newTestShard()
 	var accepted atomic.Int64
 	wait := racetest.Run(producers, perProducer, func(p, i int) {
@@ -102,7 +106,11 @@ func TestIntakeManyProducers(t *testing.T) {
 // push that reported success is taken, by a take or by close, exactly once;
 // every later push fails; and pushed() is the count of accepted pushes.
 func TestIntakeCloseRacingPushes(t *testing.T) {
-	for round := 0; round < 50; round++ {
+	rounds := 50
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := 0; round < rounds; round++ {
 		s := newTestShard()
 		start, wait := racetest.Producers(4, func(p, i int) bool {
 			_, ok := s.push(intakeItem(p, i))

@@ -326,7 +326,11 @@ func TestPendingNeverExceedsTheLimit(t *testing.T) {
 			}
 		}
 	}()
-	racetest.Run(3, 100_000, func(p, i int) {
+	perProducer := 100_000
+	if testing.Short() {
+		perProducer = 10_000
+	}
+	racetest.Run(3, perProducer, func(p, i int) {
 		to, err := h.NewTimeout(noopTask, 0)
 		if err == nil && i%2 == 0 {
 			to.Cancel()

@@ -333,7 +333,11 @@ func TestNewTimeoutRacingStopIsNeverLost(t *testing.T) {
 		timeout Timeout
 		runs    *atomic.Int32
 	}
-	for round := 0; round < 20; round++ {
+	rounds := 20
+	if testing.Short() {
+		rounds = 3
+	}
+	for round := 0; round < rounds; round++ {
 		h, err := New(WithTickDuration(time.Millisecond), WithExecutor(pool.Inline))
 		require.NoError(t, err)
 		const producers = 4

@@ -52,6 +52,9 @@ func TestInlineTasksOfATickRunInDeadlineOrder(t *testing.T) {
 }
 
 func TestTransferIsCappedPerTick(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs over 200,000 timeouts, a number the per-tick limit fixes")
+	}
 	h, fake := newFakeTimer(t)
 	const n = 2*maxTransfersPerTick + 500
 	fired := 0
@@ -158,6 +161,9 @@ func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
 // cancelled after the worker staged them are dropped by the ticks, at most
 // maxDiscardsPerTick per tick, so that no tick is held up by churn.
 func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: needs over a million timeouts, a number the per-tick limits fix")
+	}
 	h, fake := newFakeTimer(t)
 	const n = maxDiscardsPerTick + maxTransfersPerTick/2
 	timeouts := make([]Timeout, n)
@@ -298,6 +304,9 @@ func TestAStaleWakeDoesNotReplayTheIdleTime(t *testing.T) {
 // tick, once the worker is quiet, it keeps no storm-sized list: the heap
 // returns to within a MiB of what it was.
 func TestAStormLeavesNothingBehind(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: a storm small enough to be quick retains less than the 1 MiB bound, so it could not fail")
+	}
 	n := 1_000_000
 	if raceEnabled {
 		n = 200_000

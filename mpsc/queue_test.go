@@ -59,7 +59,11 @@ func TestFIFOAcrossChunks(t *testing.T) {
 // nothing is lost or duplicated, and each producer's values come out in the
 // order it pushed them.
 func TestManyProducers(t *testing.T) {
-	const producers, perProducer = 8, 20_000
+	const producers = 8
+	perProducer := 20_000
+	if testing.Short() {
+		perProducer = 2_000
+	}
 	type item struct{ producer, seq int }
 	q := New[item]()
 	wait := racetest.Run(producers, perProducer, func(p, i int) {
@@ -106,7 +110,11 @@ func TestCloseRejectsLaterPushes(t *testing.T) {
 // that reported success is delivered, and no other, and the accepted pushes
 // hold the indexes 0 to n-1, each once.
 func TestCloseRacingPushes(t *testing.T) {
-	for round := 0; round < 50; round++ {
+	rounds := 50
+	if testing.Short() {
+		rounds = 5
+	}
+	for round := 0; round < rounds; round++ {
 		q := New[int]()
 		const producers = 4
 		indexes := make([][]int, producers)

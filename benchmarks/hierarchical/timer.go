@@ -18,12 +18,18 @@ const (
 	DefaultWheelSize = 64
 )
 
+// shell is embedded under this unexported name so that only its methods
+// are public.
+type shell = engine.Shell[link]
+
 // Timer is a hierarchical timing wheel. Make one with New; its methods are
 // safe for concurrent use. A task never runs before its deadline, and runs
 // at the end of the level-0 tick that holds the deadline, later only under
-// load.
+// load; a zero or negative delay runs it at the end of the current tick.
+// NewTimeout, AfterFunc, Stop and PendingTimeouts, shared with the other
+// timers built on the engine, keep hashedwheel's contract.
 type Timer struct {
-	engine *engine.Engine[link]
+	shell          // NewTimeout, AfterFunc, Stop and PendingTimeouts
 	wheels *wheels // guarded by the engine's lock
 }
 
@@ -33,10 +39,9 @@ var _ hashedwheel.Timer = (*Timer)(nil)
 type Option func(*config) error
 
 type config struct {
-	tick     time.Duration
-	size     int
-	executor pool.Executor
-	logger   *slog.Logger
+	tick   time.Duration
+	size   int
+	engine engine.Config
 }
 
 // WithTickDuration sets level 0's tick, the timer's resolution. Default
@@ -71,7 +76,7 @@ func WithExecutor(e pool.Executor) Option {
 		if e == nil {
 			return fmt.Errorf("hierarchical: WithExecutor(nil)")
 		}
-		c.executor = e
+		c.engine.Executor = e
 		return nil
 	}
 }
@@ -83,7 +88,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			return fmt.Errorf("hierarchical: WithLogger(nil)")
 		}
-		c.logger = l
+		c.engine.Logger = l
 		return nil
 	}
 }
@@ -98,44 +103,17 @@ func New(opts ...Option) (*Timer, error) {
 		}
 	}
 	t := &Timer{wheels: newWheels(int64(cfg.tick), cfg.size)}
-	e, err := engine.New[link](t, t.wheels, engine.Config{Executor: cfg.executor, Logger: cfg.logger})
+	s, err := engine.Start[link](t, t.wheels, cfg.engine)
 	if err != nil {
 		return nil, err
 	}
-	t.engine = e
+	t.shell = s
 	return t, nil
 }
-
-// NewTimeout schedules task to run once, after delay, on the timer's
-// executor. A zero or negative delay runs it at the end of the current
-// tick. It fails with hashedwheel.ErrNilTask or hashedwheel.ErrStopped,
-// and then schedules nothing.
-func (t *Timer) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) (hashedwheel.Timeout, error) {
-	return t.engine.NewTimeout(task, delay)
-}
-
-// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
-// fails as NewTimeout does, and with hashedwheel.ErrNilTask for a nil f.
-func (t *Timer) AfterFunc(delay time.Duration, f func()) (hashedwheel.Timeout, error) {
-	if f == nil {
-		return nil, hashedwheel.ErrNilTask
-	}
-	return t.engine.NewTimeout(engine.FuncTask(f), delay)
-}
-
-// Stop stops the timer and returns the timeouts that had neither expired
-// nor been cancelled, each now cancelled. It releases the timer's own
-// executor and returns once every task already handed over has returned;
-// called from a task, it waits for nothing. Later calls return nil.
-func (t *Timer) Stop() []hashedwheel.Timeout { return t.engine.Stop() }
-
-// PendingTimeouts returns the number of timeouts neither expired nor
-// cancelled; 0 after Stop.
-func (t *Timer) PendingTimeouts() int64 { return t.engine.Pending() }
 
 // Levels returns the number of levels created so far.
 func (t *Timer) Levels() int {
 	var n int
-	t.engine.Inspect(func() { n = len(t.wheels.levels) })
+	engine.Inspect(&t.shell, func() { n = len(t.wheels.levels) })
 	return n
 }

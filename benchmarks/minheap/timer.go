@@ -3,18 +3,24 @@ package minheap
 import (
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/internal/engine"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
+// shell is embedded under this unexported name so that only its methods
+// are public.
+type shell = engine.Shell[link]
+
 // Timer is a min-heap timer. Make one with New; its methods are safe for
-// concurrent use. A task never runs before its deadline.
+// concurrent use. A task never runs before its deadline; a zero or negative
+// delay runs it at once.
+// NewTimeout, AfterFunc, Stop and PendingTimeouts, shared with the other
+// timers built on the engine, keep hashedwheel's contract.
 type Timer struct {
-	engine *engine.Engine[link]
-	heap   *heap // guarded by the engine's lock
+	shell       // NewTimeout, AfterFunc, Stop and PendingTimeouts
+	heap  *heap // guarded by the engine's lock
 }
 
 var _ hashedwheel.Timer = (*Timer)(nil)
@@ -23,8 +29,7 @@ var _ hashedwheel.Timer = (*Timer)(nil)
 type Option func(*config) error
 
 type config struct {
-	executor pool.Executor
-	logger   *slog.Logger
+	engine engine.Config
 }
 
 // WithExecutor sets the executor that runs expired tasks; the caller owns
@@ -35,7 +40,7 @@ func WithExecutor(e pool.Executor) Option {
 		if e == nil {
 			return fmt.Errorf("minheap: WithExecutor(nil)")
 		}
-		c.executor = e
+		c.engine.Executor = e
 		return nil
 	}
 }
@@ -47,7 +52,7 @@ func WithLogger(l *slog.Logger) Option {
 		if l == nil {
 			return fmt.Errorf("minheap: WithLogger(nil)")
 		}
-		c.logger = l
+		c.engine.Logger = l
 		return nil
 	}
 }
@@ -62,37 +67,10 @@ func New(opts ...Option) (*Timer, error) {
 		}
 	}
 	t := &Timer{heap: &heap{}}
-	e, err := engine.New[link](t, t.heap, engine.Config{Executor: cfg.executor, Logger: cfg.logger})
+	s, err := engine.Start[link](t, t.heap, cfg.engine)
 	if err != nil {
 		return nil, err
 	}
-	t.engine = e
+	t.shell = s
 	return t, nil
 }
-
-// NewTimeout schedules task to run once, after delay, on the timer's
-// executor; a zero or negative delay runs it at once. It fails with
-// hashedwheel.ErrNilTask or hashedwheel.ErrStopped, and then schedules
-// nothing.
-func (t *Timer) NewTimeout(task hashedwheel.TimerTask, delay time.Duration) (hashedwheel.Timeout, error) {
-	return t.engine.NewTimeout(task, delay)
-}
-
-// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
-// fails as NewTimeout does, and with hashedwheel.ErrNilTask for a nil f.
-func (t *Timer) AfterFunc(delay time.Duration, f func()) (hashedwheel.Timeout, error) {
-	if f == nil {
-		return nil, hashedwheel.ErrNilTask
-	}
-	return t.engine.NewTimeout(engine.FuncTask(f), delay)
-}
-
-// Stop stops the timer and returns the timeouts that had neither expired
-// nor been cancelled, each now cancelled. It releases the timer's own
-// executor and returns once every task already handed over has returned;
-// called from a task, it waits for nothing. Later calls return nil.
-func (t *Timer) Stop() []hashedwheel.Timeout { return t.engine.Stop() }
-
-// PendingTimeouts returns the number of timeouts neither expired nor
-// cancelled; 0 after Stop.
-func (t *Timer) PendingTimeouts() int64 { return t.engine.Pending() }

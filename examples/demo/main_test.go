@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/assert"
 
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
@@ -25,6 +29,8 @@ func smallConfig() config {
 	cfg.MaxDelay = 300 * time.Millisecond
 	cfg.Tick = 5 * time.Millisecond
 	cfg.Progress = 50 * time.Millisecond
+	cfg.Rounds = 3
+	cfg.CostOps = 2000
 	return cfg
 }
 
@@ -35,14 +41,29 @@ func TestRunPrintsSummary(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"Scheduling 20,000 timeouts",
+		"Machine: ", fmt.Sprintf("GOMAXPROCS %d", runtime.GOMAXPROCS(0)), runtime.Version(),
+		"3 rounds of 2,000 operations each (500 of a context)",
+		"Scheduling 20,000 timeouts", "One run on each timer",
 		"hashedwheel", "time.AfterFunc",
-		"schedule rate", "cancel rate", "memory per timeout + func",
+		"memory per pending timeout",
 		"firing lateness p50", "firing lateness p99", "firing lateness max",
 		"hashedwheel.Stats: scheduled 20,000",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q", want)
+		}
+	}
+	// Each cost row has both sides' spreads, then the ratio's or void.
+	for _, row := range []string{"schedule + cancel", "the same on ", "request context + cancel"} {
+		line := lineWith(got, row)
+		if n := strings.Count(line, "("); !(n == 3 || n == 2 && strings.HasSuffix(line, " void")) {
+			t.Errorf("cost row %q = %q: want both sides and a ratio or void", row, line)
+		}
+	}
+	// The bulk phases are not timed: no single-shot rate is compared.
+	for _, gone := range []string{"schedule rate", "cancel rate", "faster", "slower"} {
+		if strings.Contains(got, gone) {
+			t.Errorf("output still prints %q", gone)
 		}
 	}
 	early := lineWith(got, "fired early")
@@ -69,6 +90,7 @@ func TestRunPrintsSummary(t *testing.T) {
 func TestRunTerminalRewritesOneLine(t *testing.T) {
 	cfg := smallConfig()
 	cfg.Compare = false
+	cfg.Rounds = 0
 	cfg.TTY = true
 	cfg.Progress = 10 * time.Millisecond
 	var out bytes.Buffer
@@ -82,6 +104,9 @@ func TestRunTerminalRewritesOneLine(t *testing.T) {
 	}
 	if strings.Contains(got, "time.AfterFunc") {
 		t.Error("-compare=false still ran time.AfterFunc")
+	}
+	if strings.Contains(got, "Cost per operation") {
+		t.Error("-rounds 0 still measured the cost")
 	}
 }
 
@@ -97,7 +122,7 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	defer timer.Stop()
 	var out bytes.Buffer
 	r, err := runBackend(context.Background(), cfg, w, &out, backend[hashedwheel.Timeout]{
-		name: "hashedwheel", label: "wheel", schedule: timer.AfterFunc, cancel: hashedwheel.Timeout.Cancel,
+		name: "hashedwheel", label: "wheel", resolution: cfg.Tick, schedule: timer.AfterFunc, cancel: hashedwheel.Timeout.Cancel,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -114,8 +139,11 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	if !(0 <= r.p50 && r.p50 <= r.p99 && r.p99 <= r.max) {
 		t.Errorf("lateness p50 %v, p99 %v, max %v: not ordered", r.p50, r.p99, r.max)
 	}
-	if r.bytesPerPending <= 0 {
-		t.Errorf("memory per pending timeout = %v", r.bytesPerPending)
+	// The funcs are allocated before the heap is measured: what is left is
+	// the timer's own memory, 64 bytes a timeout, with some slack for the
+	// wheel's buckets and the runtime's bookkeeping.
+	if r.bytesPerPending < 48 || r.bytesPerPending > 96 {
+		t.Errorf("memory per pending timeout = %.1f B, want about 64", r.bytesPerPending)
 	}
 	s := timer.Stats()
 	if s.Scheduled != uint64(cfg.N) || s.Expired != uint64(r.fired) {
@@ -142,6 +170,8 @@ func TestValidate(t *testing.T) {
 		func(c *config) { c.CancelFrac = 1.5 },
 		func(c *config) { c.MinDelay, c.MaxDelay = 2*time.Second, time.Second },
 		func(c *config) { c.Producers = 0 },
+		func(c *config) { c.Rounds = -1 },
+		func(c *config) { c.CostOps = 0 },
 	} {
 		cfg := defaultConfig()
 		mod(&cfg)
@@ -167,6 +197,36 @@ func TestFormatting(t *testing.T) {
 			t.Errorf("fmtDur(%v) = %q, want %q", d, got, want)
 		}
 	}
+}
+
+func TestRunVoidWhenTasksRanFarLate(t *testing.T) {
+	wheel := result{name: "hashedwheel", resolution: 10 * time.Millisecond, fired: 100, cancelled: 900, toCancel: 900, p50: 6 * time.Millisecond, bytesPerPending: 64}
+	baseline := result{name: "time.AfterFunc", fired: 100, cancelled: 900, toCancel: 900, p50: 39 * time.Second, bytesPerPending: 129}
+	assert.Empty(t, wheel.void())
+	assert.Contains(t, baseline.void(), "time.AfterFunc's tasks ran a median of 39.0s late")
+
+	var out bytes.Buffer
+	printSummary(&out, smallConfig(), []result{wheel, baseline})
+	got := out.String()
+	assert.Contains(t, got, "void: time.AfterFunc's tasks")
+	assert.NotRegexp(t, `\d\.\d\dx`, lineWith(got, "memory per pending timeout"), "a void run is compared")
+
+	out.Reset()
+	baseline.p50 = 500 * time.Microsecond
+	printSummary(&out, smallConfig(), []result{wheel, baseline})
+	assert.Contains(t, lineWith(out.String(), "memory per pending timeout"), "0.50x")
+	assert.NotContains(t, out.String(), "void")
+}
+
+// TestRunVoidWhenCancellationsCameTooLate: a timer that fired more than 1%
+// of the timeouts it was to cancel ran another workload.
+func TestRunVoidWhenCancellationsCameTooLate(t *testing.T) {
+	r := result{name: "time.AfterFunc", fired: 1000, cancelled: 0, toCancel: 900, p50: time.Millisecond}
+	assert.Contains(t, r.void(), "time.AfterFunc: 900 of the 900 timeouts to cancel fired first")
+	r.fired, r.cancelled = 109, 891 // 1%: still the same workload
+	assert.Empty(t, r.void())
+	r.fired, r.cancelled = 110, 890
+	assert.Contains(t, r.void(), "10 of the 900 timeouts to cancel fired first")
 }
 
 // lineWith returns the first line of s containing sub.

@@ -1,6 +1,7 @@
 // Package engine is the shell shared by the benchmark module's own timers,
 // hierarchical and minheap: the timeout state machine, the lock, the worker
-// goroutine, the hand-off of expired tasks to a pool.Executor, and Stop.
+// goroutine, the hand-off of expired tasks to a pool.Executor, Stop, and the
+// public methods each timer embeds (Shell).
 //
 // A timer built on it supplies only its data structure (a Structure), so
 // that comparing two of them, or one of them with hashedwheel, compares data
