@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"runtime/debug"
 	"slices"
+	"time"
 
 	"github.com/wheeltimer/wheeltimer/pool"
 )
@@ -41,6 +42,9 @@ func (w *worker) dispatch() {
 	// Emptied first: an inline task that calls runtime.Goexit leaves the
 	// rest to the dispatcher (see worker.finishInterrupted), none here.
 	w.due = w.due[:0]
+	if len(due) > maxKeptDue {
+		w.grewAt = w.timer.now()
+	}
 	if w.dispatcher.Inline() {
 		// Producers reach the worker through several stacks, so the order
 		// in which the timeouts arrived says nothing.
@@ -66,7 +70,11 @@ type deadlineKey struct {
 func (w *worker) sortByDeadline(due []*timeout) {
 	keys := w.sortScratch[:0]
 	for _, t := range due {
-		keys = append(keys, deadlineKey{deadlineOf(t.word.Load()), t})
+		d := deadlineOf(t.word.Load())
+		if t.period != 0 {
+			d = t.runFor(t.word.Load()) // the deadline the run is for, not the next
+		}
+		keys = append(keys, deadlineKey{d, t})
 	}
 	slices.SortStableFunc(keys, func(a, b deadlineKey) int { return cmp.Compare(a.deadline, b.deadline) })
 	for i := range keys {
@@ -76,14 +84,29 @@ func (w *worker) sortByDeadline(due []*timeout) {
 	w.sortScratch = keys
 }
 
-// trim drops the lists the worker grew for a storm, once it is quiet:
-// their capacity is worth keeping while a storm lasts, not after.
+// trimAfter is how long the worker keeps the lists it grew for a storm
+// once they are no longer needed at that size, whether it sleeps or keeps
+// ticking: their capacity is worth keeping while a storm lasts, not after.
+const trimAfter = time.Second
+
+// trimAfterStorm drops the storm-sized lists at now, if none was needed at
+// that size for trimAfter.
+func (w *worker) trimAfterStorm(now int64) {
+	if now-w.grewAt >= int64(trimAfter) {
+		w.trim()
+	}
+}
+
+// trim drops the lists the worker grew for a storm.
 func (w *worker) trim() {
-	if cap(w.due) > maxKeptDue {
+	if cap(w.due) > maxKeptDue && len(w.due) == 0 {
 		w.due = nil
 	}
 	if cap(w.sortScratch) > maxKeptScratch {
 		w.sortScratch = nil
+	}
+	if cap(w.hooked) > maxKeptDue && len(w.hooked) == 0 {
+		w.hooked = nil
 	}
 }
 
@@ -104,14 +127,20 @@ func (h *HashedWheelTimer) executorRefused(err error) {
 		"error", err)
 }
 
-// run runs the task, recovering and logging a panic. A periodic timeout's
-// run ends by clearing its running mark, so that the next can start.
+// run runs the task of a claimed timeout: once, or, for a periodic one,
+// as its run marks say (see periodic.go).
 func (t *timeout) run() {
+	if t.period != 0 {
+		t.runPeriodic()
+		return
+	}
+	t.runTask()
+}
+
+// runTask runs the task, recovering and logging a panic.
+func (t *timeout) runTask() {
 	returned := false
 	defer t.timer.afterUserCode("TimerTask", t, &returned)
-	if t.period != 0 {
-		defer t.word.And(^uint64(runningBit))
-	}
 	t.task.Run(t)
 	returned = true
 }

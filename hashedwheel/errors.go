@@ -20,8 +20,13 @@ var (
 	// for a nil function.
 	ErrNilTask = errors.New("hashedwheel: nil task")
 
-	// ErrInvalidPeriod is returned by Every for a period of zero or less.
-	ErrInvalidPeriod = errors.New("hashedwheel: period must be positive")
+	// ErrInvalidPeriod is returned by Every for a period of zero or less,
+	// or shorter than the timer's tick; the message names both.
+	ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
+
+	// ErrInvalidSchedule is returned by ScheduleFunc for a nil Scheduler,
+	// or one that gives no first run after now.
+	ErrInvalidSchedule = errors.New("hashedwheel: invalid schedule")
 
 	// ErrInvalidOption is wrapped by the error New returns for an option
 	// value it cannot use; the message names the option and the value.

@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 )
 
@@ -65,6 +66,48 @@ func ExampleHashedWheelTimer_Every() {
 	// flush 1
 	// flush 2
 	// flush 3
+}
+
+// backoff is a Scheduler: each run twice as long after the last as the
+// one before, four runs in all.
+type backoff struct {
+	gap  time.Duration
+	left int
+}
+
+func (b *backoff) Next(after time.Time) time.Time {
+	if b.left == 0 {
+		return time.Time{} // the zero time ends the runs
+	}
+	b.left--
+	b.gap *= 2
+	return after.Add(b.gap)
+}
+
+// ScheduleFunc runs a function at the times a Scheduler gives; a cron
+// schedule (github.com/robfig/cron/v3) is one. Here a fake clock stands in
+// for the time, so the output is the same on every run.
+func ExampleHashedWheelTimer_ScheduleFunc() {
+	fake := clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	timer, err := hashedwheel.New(hashedwheel.WithClock(fake))
+	if err != nil {
+		panic(err)
+	}
+	defer timer.Stop()
+	retry, err := timer.ScheduleFunc(&backoff{gap: 500 * time.Millisecond, left: 4}, func() {
+		fmt.Println("retry at", fake.Now().Truncate(time.Second).Format(time.TimeOnly))
+	})
+	if err != nil {
+		panic(err)
+	}
+	fake.Advance(time.Minute) // returns once every run due by then has run
+	fmt.Println("schedule ended:", retry.IsExpired())
+	// Output:
+	// retry at 09:00:01
+	// retry at 09:00:03
+	// retry at 09:00:07
+	// retry at 09:00:15
+	// schedule ended: true
 }
 
 // A server gives each request a deadline the wheel enforces: the context

@@ -38,7 +38,7 @@ func ExampleNew_invalidOption() {
 	fmt.Println(err)
 	// Output:
 	// true
-	// hashedwheel: invalid option: WithTicksPerWheel(0): expected 1 to 1<<30
+	// hashedwheel: invalid option: WithTicksPerWheel(0): expected 1 to MaxTicksPerWheel, 2097152
 }
 
 // NewTimeout schedules a TimerTask; the task receives its own Timeout, and
@@ -285,25 +285,31 @@ func ExampleWithExecutor() {
 	// Output: [first second third]
 }
 
-// WithLogger receives the timer's warnings, here that a tick below the
-// minimum was raised to it.
+// WithLogger sends the timer's errors, such as a panicking task, with its
+// stack, to a log/slog logger.
 func ExampleWithLogger() {
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey && len(groups) == 0 {
+			switch a.Key {
+			case slog.TimeKey, "stack", "timeout":
 				return slog.Attr{} // keep the output reproducible
 			}
 			return a
 		},
 	}))
-	timer, err := hashedwheel.New(
-		hashedwheel.WithLogger(logger),
-		hashedwheel.WithTickDuration(100*time.Microsecond),
-	)
+	timer, err := hashedwheel.New(hashedwheel.WithLogger(logger), hashedwheel.WithExecutor(pool.Inline))
 	if err != nil {
 		panic(err)
 	}
-	timer.Stop()
+	ran := make(chan struct{})
+	if _, err := timer.AfterFunc(0, func() {
+		defer close(ran)
+		panic("boom")
+	}); err != nil {
+		panic(err)
+	}
+	<-ran
+	timer.Stop() // returns once the worker, which ran the task, has logged the panic
 	// Output:
-	// level=WARN msg="hashedwheel: tick duration below the minimum; using the minimum" configured=100µs using=1ms
+	// level=ERROR msg="hashedwheel: TimerTask panicked" panic=boom
 }

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -61,20 +62,23 @@ type HashedWheelTimer struct {
 
 var _ Interface = (*HashedWheelTimer)(nil)
 
-// New returns a timer configured by opts, not yet started. It fails, with
-// an error wrapping ErrInvalidOption that names the options and values, if
-// an option is invalid.
+// New returns a timer configured by opts, not yet started. It fails if an
+// option is invalid, with an error wrapping ErrInvalidOption that names
+// every invalid option and its value, joined by errors.Join.
 func New(opts ...Option) (*HashedWheelTimer, error) {
 	cfg := defaultConfig()
+	var errs []error
 	for i, opt := range opts {
 		if opt == nil {
-			return nil, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts))
-		}
-		if err := opt(&cfg); err != nil {
-			return nil, err
+			errs = append(errs, fmt.Errorf("%w: option %d of %d is nil", ErrInvalidOption, i+1, len(opts)))
+		} else if err := opt(&cfg); err != nil {
+			errs = append(errs, err)
 		}
 	}
-	if err := cfg.validate(); err != nil {
+	if len(errs) == 0 {
+		errs = append(errs, cfg.validate())
+	}
+	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	h := &HashedWheelTimer{}
@@ -186,7 +190,8 @@ type funcTask func()
 func (f funcTask) Run(Timeout) { f() }
 
 // schedule makes a timeout of task due after delay, repeating every period
-// nanoseconds if period is not 0, and hands it to the worker.
+// nanoseconds if period is positive, at the times of its Scheduler if it
+// is scheduledPeriod, and hands it to the worker.
 func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
 	t := &timeout{task: task}
 	if err := h.scheduleTimeout(t, delay, period); err != nil {
@@ -198,11 +203,8 @@ func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period 
 // scheduleTimeout hands t, new, whose task is set, to the worker, due
 // after delay and repeating every period nanoseconds if period is not 0.
 func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
-	if h.state.Load() != timerStarted {
-		if err := h.Start(); err != nil {
-			h.counters.rejectedStopped.Add(1)
-			return err
-		}
+	if err := h.startIfNeeded(); err != nil {
+		return err
 	}
 	if h.maxPending > 0 && !h.admit() {
 		h.counters.rejectedFull.Add(1)
@@ -222,6 +224,18 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		return ErrStopped
 	}
 	h.nudgeWorker(uint64(count))
+	return nil
+}
+
+// startIfNeeded starts the timer unless it runs, counting a refusal.
+func (h *HashedWheelTimer) startIfNeeded() error {
+	if h.state.Load() == timerStarted {
+		return nil
+	}
+	if err := h.Start(); err != nil {
+		h.counters.rejectedStopped.Add(1)
+		return err
+	}
 	return nil
 }
 

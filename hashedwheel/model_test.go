@@ -191,7 +191,7 @@ type modelConfig struct {
 
 func modelGenConfig(src modelSource) modelConfig {
 	ticks := []time.Duration{time.Millisecond, 10 * time.Millisecond, 3 * time.Millisecond,
-		250 * time.Microsecond /* raised to 1ms */, time.Second, 7777777}
+		2 * time.Millisecond, time.Second, 7777777}
 	wheels := []int{1, 2, 3, 4, 8, 16, 64, 512}
 	starts := []time.Duration{0, 12345, 1<<40 + 777, 1 << 62}
 	cfg := modelConfig{
@@ -306,6 +306,7 @@ type modelHarness struct {
 
 	accepted, rejectedFull, rejectedStopped uint64
 	returned, resets, periodicRuns          uint64
+	periodicSkipped                         uint64
 }
 
 // modelRun builds a timer from src and runs up to maxOps operations on it
@@ -711,8 +712,8 @@ func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
 // runPeriodic runs, in the model, the periodic timeout e once the clock has
 // moved to now, in tick cur: if the tick of its next run has ended, the run
 // happens now, and the next is the first whole period after the start of
-// cur's tick, the runs of the ticks in between skipped. It returns the
-// number of runs, 0 or 1.
+// cur's tick, the runs of the ticks in between skipped and counted. It
+// returns the number of runs, 0 or 1.
 func (m *modelHarness) runPeriodic(e *modelEntry, now, cur int64) int {
 	if modelFloorDiv(e.nextDue, m.tick) >= cur {
 		return 0
@@ -725,6 +726,7 @@ func (m *modelHarness) runPeriodic(e *modelEntry, now, cur int64) int {
 		e.nextDue = math.MaxInt64
 	} else {
 		e.nextDue = modelDeadline(e.nextDue+k*e.period, 0)
+		m.periodicSkipped += uint64(k - 1)
 	}
 	return 1
 }
@@ -776,8 +778,8 @@ func (m *modelHarness) reset(src modelSource) error {
 	return m.check()
 }
 
-// every starts a periodic timeout with a period from a fraction of a tick
-// to over a turn of the wheel.
+// every starts a periodic timeout with a period from a fraction of a tick,
+// which Every refuses, to over a turn of the wheel.
 func (m *modelHarness) every(src modelSource) error {
 	periods := []int64{m.tick / 3, m.tick, 5 * m.tick / 2, 7 * m.tick, int64(m.wheelLen)*m.tick + 1}
 	period := time.Duration(max(periods[src.intn(len(periods))], 1))
@@ -797,6 +799,11 @@ func (m *modelHarness) every(src modelSource) error {
 			return fmt.Errorf("Every after Stop: %v, want ErrStopped", err)
 		}
 		m.rejectedStopped++
+		return m.check()
+	case int64(period) < m.tick:
+		if !errors.Is(err, ErrInvalidPeriod) {
+			return fmt.Errorf("Every(%v) with a tick of %v: %v, want ErrInvalidPeriod", period, time.Duration(m.tick), err)
+		}
 		return m.check()
 	case errors.Is(err, ErrTooManyPendingTimeouts) && m.cfg.maxPending > 0:
 		m.rejectedFull++
@@ -994,6 +1001,7 @@ func (m *modelHarness) check() error {
 		ReturnedByStop:  m.returned,
 		Resets:          m.resets,
 		PeriodicRuns:    m.periodicRuns,
+		PeriodicSkipped: m.periodicSkipped,
 		RejectedFull:    m.rejectedFull,
 		RejectedStopped: m.rejectedStopped,
 	}

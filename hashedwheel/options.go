@@ -12,16 +12,19 @@ import (
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// Defaults, as in Netty.
+// Defaults. Netty's tick is 100ms, too coarse for the request deadlines Go
+// servers give context.WithTimeout: the default tick is the shortest the
+// timer keeps, and the wheel covers about eight seconds with it.
 const (
-	DefaultTickDuration  = 100 * time.Millisecond
-	DefaultTicksPerWheel = 512
-	// MinTickDuration is the shortest tick: shorter ones are raised to it
-	// with a warning, since the runtime's timers cannot sleep less (Netty
-	// clamps to 1ms for the same reason).
+	DefaultTickDuration  = time.Millisecond
+	DefaultTicksPerWheel = 8192
+	// MinTickDuration is the shortest tick New accepts: the runtime's
+	// timers cannot sleep less (Netty raises shorter ticks to 1ms for the
+	// same reason).
 	MinTickDuration = time.Millisecond
-	// MaxTicksPerWheel is the largest wheel New accepts.
-	MaxTicksPerWheel = 1 << 30
+	// MaxTicksPerWheel is the largest wheel New accepts: its buckets take
+	// 48 MiB.
+	MaxTicksPerWheel = 1 << 21
 )
 
 // Option configures a HashedWheelTimer made by New.
@@ -50,12 +53,13 @@ func defaultConfig() config {
 
 // WithTickDuration sets the time between two ticks of the wheel, which is
 // the timer's resolution: a timeout fires within about one tick after its
-// deadline. Default 100ms. It must be positive; below MinTickDuration it is
-// raised to MinTickDuration and a warning is logged.
+// deadline. Default DefaultTickDuration, 1ms. It must be at least
+// MinTickDuration, 1ms: the timer could not keep a shorter one. A longer
+// tick costs the worker less while timeouts keep coming and going.
 func WithTickDuration(d time.Duration) Option {
 	return func(c *config) error {
-		if d <= 0 {
-			return invalidOption("WithTickDuration", d, "> 0")
+		if d < MinTickDuration {
+			return invalidOption("WithTickDuration", d, "at least MinTickDuration, "+MinTickDuration.String())
 		}
 		c.tickDuration = d
 		return nil
@@ -63,14 +67,15 @@ func WithTickDuration(d time.Duration) Option {
 }
 
 // WithTicksPerWheel sets the number of buckets in the wheel, rounded up to a
-// power of two. Default 512. It must be in [1, MaxTicksPerWheel]. A
+// power of two. Default DefaultTicksPerWheel, 8192. It must be in [1,
+// MaxTicksPerWheel]; each bucket takes 24 bytes. A
 // timeout whose delay exceeds ticksPerWheel·tickDuration is visited once per
 // turn of the wheel until it is due, so size the wheel to cover the usual
 // delay.
 func WithTicksPerWheel(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxTicksPerWheel {
-			return invalidOption("WithTicksPerWheel", n, "1 to 1<<30")
+			return invalidOption("WithTicksPerWheel", n, fmt.Sprintf("1 to MaxTicksPerWheel, %d", MaxTicksPerWheel))
 		}
 		c.ticksPerWheel = 1 << bits.Len(uint(n-1))
 		c.ticksAsGiven = n
@@ -112,8 +117,9 @@ func WithExecutor(e pool.Executor) Option {
 	}
 }
 
-// WithLogger sets the logger for warnings: a clamped tick duration, a
-// panicking task, a failing executor. Default slog.Default().
+// WithLogger sets the logger for errors and warnings: a panicking task, a
+// failing executor, a schedule that ended on a fault. Default
+// slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -172,11 +178,6 @@ func (c *config) validate() error {
 		return fmt.Errorf("%w: WithTickDuration(%v) with WithTicksPerWheel(%d): one turn of the wheel "+
 			"must be shorter than %v; expected a tick below %v for this wheel, or a smaller wheel",
 			ErrInvalidOption, c.tickDuration, wheel, time.Duration(math.MaxInt64), time.Duration(limit))
-	}
-	if c.tickDuration < MinTickDuration {
-		c.logger.Warn("hashedwheel: tick duration below the minimum; using the minimum",
-			"configured", c.tickDuration, "using", MinTickDuration)
-		c.tickDuration = MinTickDuration
 	}
 	return nil
 }

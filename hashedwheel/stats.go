@@ -29,10 +29,15 @@ type Stats struct {
 	// Resets counts the Resets that returned true.
 	Resets uint64
 	// PeriodicRuns counts the runs of periodic timeouts started, and
-	// PeriodicSkipped those skipped because the previous run of the same
-	// timeout was still running or the worker was late by a period.
+	// PeriodicSkipped those not started: due while another run of the same
+	// timeout waited to start, revoked by a Reset, or missed by a worker
+	// late by a period.
 	PeriodicRuns    uint64
 	PeriodicSkipped uint64
+	// ScheduleErrors counts the schedules of ScheduleFunc ended because
+	// their Scheduler's Next returned a time not after its argument, or
+	// panicked.
+	ScheduleErrors uint64
 	// RejectedFull counts NewTimeout calls that failed with
 	// ErrTooManyPendingTimeouts.
 	RejectedFull uint64
@@ -61,7 +66,8 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pending=%d scheduled=%d expired=%d cancelled=%d returned_by_stop=%d",
 		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop)
-	fmt.Fprintf(&b, " resets=%d periodic_runs=%d periodic_skipped=%d", s.Resets, s.PeriodicRuns, s.PeriodicSkipped)
+	fmt.Fprintf(&b, " resets=%d periodic_runs=%d periodic_skipped=%d schedule_errors=%d",
+		s.Resets, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors)
 	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d context_fallbacks=%d",
 		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks)
 	fmt.Fprintf(&b, " ticks=%d max_tick_lag=%v", s.Ticks, s.MaxTickLag)
@@ -81,6 +87,7 @@ func (h *HashedWheelTimer) Stats() Stats {
 		ReturnedByStop:   snap.returned,
 		PeriodicRuns:     c.periodicRuns.Load(),
 		PeriodicSkipped:  c.periodicSkipped.Load(),
+		ScheduleErrors:   c.scheduleErrors.Load(),
 		RejectedFull:     c.rejectedFull.Load(),
 		RejectedStopped:  c.rejectedStopped.Load(),
 		ExecutorFailures: c.executorFailures.Load(),
@@ -104,6 +111,7 @@ type counters struct {
 	returnedByStop   atomic.Uint64
 	periodicRuns     atomic.Uint64
 	periodicSkipped  atomic.Uint64
+	scheduleErrors   atomic.Uint64
 	rejectedFull     atomic.Uint64
 	rejectedStopped  atomic.Uint64
 	executorFailures atomic.Uint64
@@ -183,14 +191,17 @@ const snapshotAttempts = 100
 // limit and balanced.
 func (h *HashedWheelTimer) snapshot() pendingSnapshot {
 	c := &h.counters
-	state := h.state.Load()
 	var s pendingSnapshot
+	// Before the start nothing is pending, and a zero HashedWheelTimer's
+	// fields are being set by its first NewTimeout: read none of them. Once
+	// the state says started or stopped, they are all set.
+	if h.state.Load() == timerInit {
+		return s
+	}
 	for attempt := 1; ; attempt++ {
 		before := c.processed.Load()
 		s.expired, s.cancelled, s.returned = c.expired.Load(), c.cancelled.Load(), c.returnedByStop.Load()
-		if state != timerInit {
-			s.accepted = h.accepted()
-		}
+		s.accepted = h.accepted()
 		processed := s.expired + s.cancelled + s.returned
 		if c.processed.Load() == before && processed == before || attempt == snapshotAttempts {
 			s.pending = int64(s.accepted - processed)

@@ -17,8 +17,10 @@ import (
 //	   └──Cancel or Stop──▶ cancelled ◀──Cancel or Stop──┘
 //
 // Reset rewrites the deadline of a queued or scheduled timeout and keeps
-// its state. A periodic timeout stays scheduled: each run advances its
-// deadline by whole periods, and runningBit marks a run in progress.
+// its state. A periodic timeout stays scheduled, its runs marked by two
+// bits (see periodic.go): each claim of a run advances its deadline to the
+// next run's, and claimedBit and runningBit say whether a run waits to
+// start and whether one is running.
 const (
 	stateQueued    uint64 = iota // on an intake stack or staged, not yet in a bucket
 	stateScheduled               // linked in a bucket by the worker
@@ -26,12 +28,16 @@ const (
 	stateExpired                 // claimed by the worker; the task runs
 
 	stateMask  = 1<<2 - 1
-	runningBit = 1 << 2 // a periodic timeout's run is in progress
-	flagsMask  = 1<<deadlineShift - 1
+	claimedBit = 1 << 2  // a periodic timeout's run is claimed and waits to start
+	runningBit = 1 << 63 // a periodic timeout's run is running
+	flagsMask  = stateMask | claimedBit | runningBit
 
-	// deadlineShift puts the deadline above the flags, in units of 8ns, so
-	// that the word holds any deadline an int64 of nanoseconds can.
+	// deadlineShift puts the deadline above the state, in units of 8ns, in
+	// the 60 bits below runningBit: any deadline an int64 of nanoseconds
+	// holds, the last unit standing for math.MaxInt64.
 	deadlineShift = 3
+	deadlineUnit  = 1 << deadlineShift
+	maxDeadlineQ  = 1<<60 - 1
 )
 
 func stateOf(word uint64) uint64 { return word & stateMask }
@@ -39,8 +45,8 @@ func stateOf(word uint64) uint64 { return word & stateMask }
 // deadlineOf returns the deadline held in word, in nanoseconds after the
 // timer's start.
 func deadlineOf(word uint64) int64 {
-	q := word >> deadlineShift
-	if q >= 1<<(63-deadlineShift) {
+	q := word >> deadlineShift & maxDeadlineQ
+	if q == maxDeadlineQ {
 		return math.MaxInt64
 	}
 	return int64(q << deadlineShift)
@@ -49,10 +55,7 @@ func deadlineOf(word uint64) int64 {
 // withDeadline returns word with its deadline replaced by d, which is not
 // negative, rounded up to a multiple of 8ns: never earlier than d.
 func withDeadline(word uint64, d int64) uint64 {
-	q := uint64(d) >> deadlineShift
-	if d&flagsMask != 0 {
-		q++
-	}
+	q := min((uint64(d)+deadlineUnit-1)>>deadlineShift, maxDeadlineQ)
 	return q<<deadlineShift | word&flagsMask
 }
 
@@ -77,7 +80,7 @@ type timeout struct {
 	seq        uint32
 	bucket     uint32 // 1 + the index of the bucket that links it; 0 if none
 
-	period int64 // nanoseconds between the runs of a periodic timeout; 0 if one-shot
+	period int64 // nanoseconds between the runs of a periodic timeout; scheduledPeriod for ScheduleFunc's; 0 if one-shot
 }
 
 func (t *timeout) Timer() Timer    { return t.timer }
@@ -130,8 +133,14 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		if s != stateQueued && s != stateScheduled {
 			return false
 		}
-		if !t.word.CompareAndSwap(w, withDeadline(w, d)) {
+		// A periodic run claimed and not yet started, or owed, is revoked:
+		// no run starts before the new deadline.
+		next := withDeadline(w, d) &^ claimedBit
+		if !t.word.CompareAndSwap(w, next) {
 			continue
+		}
+		if w&claimedBit != 0 {
+			h.counters.periodicSkipped.Add(1)
 		}
 		h.counters.resets.add()
 		// A queued timeout is filed by the deadline the worker reads when

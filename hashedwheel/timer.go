@@ -87,12 +87,14 @@ type Timer interface {
 // Netty's.
 type Interface interface {
 	Timer
-	// Start, AfterFunc, Every, WithTimeout, WithTimeoutCause, WithDeadline,
-	// WithDeadlineCause, StopContext, PendingTimeouts and Stats are
-	// HashedWheelTimer's; see their documentation there.
+	// Start, AfterFunc, Every, ScheduleFunc, WithTimeout,
+	// WithTimeoutCause, WithDeadline, WithDeadlineCause, StopContext,
+	// PendingTimeouts and Stats are HashedWheelTimer's; see their
+	// documentation there.
 	Start() error
 	AfterFunc(delay time.Duration, f func()) (Timeout, error)
 	Every(period time.Duration, f func()) (Timeout, error)
+	ScheduleFunc(s Scheduler, f func()) (Timeout, error)
 	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
 	WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
 	WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc)

@@ -24,9 +24,11 @@ func TestNewRejectsInvalidOptions(t *testing.T) {
 	}{
 		{WithTickDuration(0), "WithTickDuration(0s)"},
 		{WithTickDuration(-time.Second), "WithTickDuration(-1s)"},
+		{WithTickDuration(100 * time.Microsecond), "WithTickDuration(100µs): expected at least MinTickDuration, 1ms"},
 		{WithTicksPerWheel(0), "WithTicksPerWheel(0)"},
 		{WithTicksPerWheel(-4), "WithTicksPerWheel(-4)"},
-		{WithTicksPerWheel(MaxTicksPerWheel + 1), "WithTicksPerWheel(1073741825)"},
+		{WithTicksPerWheel(MaxTicksPerWheel + 1), "WithTicksPerWheel(2097153): expected 1 to MaxTicksPerWheel, 2097152"},
+		{WithTicksPerWheel(1 << 30), "WithTicksPerWheel(1073741824)"},
 		{WithExecutor(nil), "WithExecutor(<nil>)"},
 		{WithLogger(nil), "WithLogger(<nil>)"},
 	}
@@ -45,10 +47,10 @@ func TestNewRejectsATickThatWouldOverflowTheWheel(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidOption)
 	assert.ErrorContains(t, err, "WithTickDuration(2h26m36.093022207s) with WithTicksPerWheel(1048576)")
 
-	_, err = New(WithTicksPerWheel(1<<30-5), WithTickDuration(10*time.Second))
+	_, err = New(WithTicksPerWheel(1<<21-5), WithTickDuration(2*time.Hour+30*time.Minute))
 	assert.ErrorIs(t, err, ErrInvalidOption)
-	assert.ErrorContains(t, err, "WithTickDuration(10s) with WithTicksPerWheel(1073741819)", "the values given")
-	assert.ErrorContains(t, err, "a tick below 8.589934591s")
+	assert.ErrorContains(t, err, "WithTickDuration(2h30m0s) with WithTicksPerWheel(2097147)", "the values given")
+	assert.ErrorContains(t, err, "a tick below 1h13m18.046511103s")
 }
 
 // TestNewRefusesNilOptionsAndTypedNilExecutors: no input crashes New or,
@@ -88,6 +90,32 @@ func TestZeroHashedWheelTimerIsUsable(t *testing.T) {
 	assert.ErrorIs(t, err, ErrStopped)
 }
 
+// TestZeroTimerFirstUseRacesNothing: Stats and PendingTimeouts called
+// while the first NewTimeout of a zero HashedWheelTimer sets it up read
+// nothing it writes (-race would report it), and never report more than
+// was scheduled.
+func TestZeroTimerFirstUseRacesNothing(t *testing.T) {
+	for range 25 {
+		var h HashedWheelTimer
+		scheduled := make(chan struct{})
+		go func() {
+			defer close(scheduled)
+			_, err := h.AfterFunc(time.Hour, func() {})
+			assert.NoError(t, err)
+		}()
+		for {
+			s := h.Stats()
+			assert.LessOrEqual(t, s.Pending, int64(1))
+			assert.LessOrEqual(t, h.PendingTimeouts(), int64(1))
+			if isClosed(scheduled) {
+				break
+			}
+			runtime.Gosched()
+		}
+		assert.Len(t, h.Stop(), 1)
+	}
+}
+
 func TestNewDefaultsAndRounding(t *testing.T) {
 	h, err := New()
 	require.NoError(t, err)
@@ -95,7 +123,7 @@ func TestNewDefaultsAndRounding(t *testing.T) {
 	assert.Equal(t, DefaultTicksPerWheel, h.config.ticksPerWheel)
 	assert.Zero(t, h.maxPending)
 
-	for in, want := range map[int]int{1: 1, 2: 2, 3: 4, 500: 512, 512: 512, 513: 1024, MaxTicksPerWheel: MaxTicksPerWheel} {
+	for in, want := range map[int]int{1: 1, 2: 2, 3: 4, 500: 512, 512: 512, 513: 1024, MaxTicksPerWheel - 1: MaxTicksPerWheel, MaxTicksPerWheel: MaxTicksPerWheel} {
 		h, err := New(WithTicksPerWheel(in))
 		require.NoError(t, err)
 		assert.Equal(t, want, h.config.ticksPerWheel, "WithTicksPerWheel(%d)", in)
@@ -105,13 +133,15 @@ func TestNewDefaultsAndRounding(t *testing.T) {
 	assert.Zero(t, h.maxPending, "a negative limit means none")
 }
 
-func TestSubMillisecondTickIsRaisedWithAWarning(t *testing.T) {
-	logs, logger := newLogBuffer()
-	h, err := New(WithTickDuration(100*time.Microsecond), WithLogger(logger))
-	require.NoError(t, err)
-	assert.Equal(t, time.Millisecond, h.config.tickDuration)
-	assert.Contains(t, logs.String(), "level=WARN")
-	assert.Contains(t, logs.String(), "configured=100µs")
+// TestNewNamesEveryInvalidOption: with several invalid options, the error
+// names each, with its value, and wraps ErrInvalidOption.
+func TestNewNamesEveryInvalidOption(t *testing.T) {
+	h, err := New(WithTickDuration(100*time.Microsecond), WithTicksPerWheel(0), nil, WithLogger(nil))
+	assert.Nil(t, h)
+	assert.ErrorIs(t, err, ErrInvalidOption)
+	for _, want := range []string{"WithTickDuration(100µs)", "WithTicksPerWheel(0)", "option 3 of 4 is nil", "WithLogger(<nil>)"} {
+		assert.ErrorContains(t, err, want)
+	}
 }
 
 func TestNewTimeoutRejectsNilTasks(t *testing.T) {

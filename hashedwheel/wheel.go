@@ -99,7 +99,7 @@ func (wh *wheel) remove(t *timeout) {
 type expiry struct {
 	expired   int // one-shot timeouts claimed
 	runs      int // periodic runs claimed
-	skipped   int // periodic runs skipped, the previous one still running
+	skipped   int // periodic runs skipped: one waited to start, or the worker was late
 	misplaced int // found due with a deadline after now: kept, never fired early
 }
 
@@ -150,14 +150,19 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 			b.minDue = min(b.minDue, wh.tick)
 			return due
 		case t.period != 0:
-			next, run := nextRun(w, wh.tickOf(now)*wh.tickDuration, t.period)
+			next, run, skipped, ended := t.claimPeriodic(w, wh.tickOf(now)*wh.tickDuration)
 			if !t.word.CompareAndSwap(w, next) {
 				continue
 			}
-			wh.unlink(t)
-			wh.link(t, deadlineOf(next)/wh.tickDuration)
+			ex.skipped += skipped
+			if ended {
+				wh.remove(t)
+				ex.expired++
+			} else {
+				wh.unlink(t)
+				wh.link(t, deadlineOf(next)/wh.tickDuration)
+			}
 			if !run {
-				ex.skipped++
 				return due
 			}
 			ex.runs++
@@ -168,26 +173,6 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 			return append(due, t)
 		}
 	}
-}
-
-// nextRun returns the state word of a periodic timeout, read as w, after
-// its run due in a tick that ended: the deadline advanced by whole periods
-// to the first at or after from, the start of the tick covering now, so
-// that runs keep to start + k·period, one run a tick at most, and a late
-// worker skips the runs of the ticks it missed, as time.Ticker drops
-// ticks; and whether the run starts, which it does unless the previous one
-// is still running.
-func nextRun(w uint64, from, period int64) (next uint64, run bool) {
-	d := deadlineOf(w)
-	k := max((from-d+period-1)/period, 1)
-	next = withDeadline(w, math.MaxInt64)
-	if k <= (math.MaxInt64-d)/period {
-		next = withDeadline(w, d+k*period)
-	}
-	if w&runningBit != 0 {
-		return next, false
-	}
-	return next | runningBit, true
 }
 
 // advance moves to the next tick.

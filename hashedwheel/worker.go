@@ -30,6 +30,7 @@ type worker struct {
 	lastActive    int64   // the tick of the last pass that did something
 	lingerTicks   int64   // quiet ticks before the worker sleeps until due
 	maxLag        int64
+	grewAt        int64      // when a dispatch last needed a storm-sized list
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
 }
@@ -104,6 +105,7 @@ func (w *worker) loop() {
 		w.transferTimeoutsToBuckets(now)
 		w.expireTimeouts(now)
 		w.dispatchExpired(now)
+		w.trimAfterStorm(now)
 		w.dispatcher.Grow()
 		if w.active {
 			w.lastActive, w.active = w.wheel.tickOf(now), false
@@ -211,7 +213,6 @@ func (w *worker) countTick(lag int64, ex expiry) {
 			h.admitted.Add(-int64(ex.expired))
 		}
 	}
-	h.counters.periodicRuns.Add(uint64(ex.runs))
 	h.counters.periodicSkipped.Add(uint64(ex.skipped))
 	if ex.expired+ex.runs+ex.skipped > 0 {
 		w.active = true

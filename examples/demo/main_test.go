@@ -115,7 +115,7 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	cfg.N = 5000
 	cfg.CancelFrac = 0.5
 	w := newWorkload(cfg)
-	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(cfg.Tick))
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(cfg.Tick), hashedwheel.WithTicksPerWheel(cfg.Wheel))
 	if err != nil {
 		t.Fatal(err)
 	}

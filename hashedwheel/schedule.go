@@ -1,0 +1,65 @@
+package hashedwheel
+
+import (
+	"fmt"
+	"time"
+)
+
+// Scheduler gives the times at which ScheduleFunc runs a function. Next
+// returns the first time after its argument at which to run, or the zero
+// time to end the runs. The Schedule of github.com/robfig/cron/v3 has this
+// method, so a cron expression can drive a timer.
+//
+// The timer calls Next on its worker goroutine, as it calls a Cancelled
+// hook: it must return quickly and must not block.
+type Scheduler interface {
+	Next(time.Time) time.Time
+}
+
+// ScheduleFunc runs f at each time s gives, the first at s.Next(now), and
+// returns the Timeout that controls the runs. It starts the timer if
+// needed.
+//
+// Each run is due at the time Next gave, at the timer's resolution, and
+// never starts before it; the next run is due at Next of that time. The
+// runs keep Every's guarantees: they never overlap, a run due while the
+// previous one runs starts as soon as it returns, a run due while another
+// waits to start, or missed by a late worker, is skipped and counted in
+// Stats.PeriodicSkipped, and Cancel, Reset and Stop act as on Every's
+// timeout. When Next returns the zero time the runs end after the run
+// claimed then, and the timeout becomes IsExpired; when it returns a time
+// not after its argument, or panics, they end too, and the fault is
+// logged and counted in Stats.ScheduleErrors: a schedule never makes the
+// worker loop.
+//
+// ScheduleFunc fails with ErrInvalidSchedule for a nil s or one whose
+// first Next is zero or not after now, with ErrNilTask for a nil f, and as
+// NewTimeout does otherwise; a failed call schedules nothing.
+func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) {
+	if isNil(s) {
+		return nil, fmt.Errorf("%w: ScheduleFunc(nil)", ErrInvalidSchedule)
+	}
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	if err := h.startIfNeeded(); err != nil {
+		return nil, err
+	}
+	now := h.clock.Now()
+	first, err := callScheduler(s, now)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: Next(%v): %v", ErrInvalidSchedule, now, err)
+	case !first.After(now):
+		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
+	}
+	t, err := h.schedule(&scheduledTask{s: s, f: f}, first.Sub(now), scheduledPeriod)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// scheduledPeriod is the period of a timeout of ScheduleFunc, whose
+// Scheduler gives its runs.
+const scheduledPeriod = -1
