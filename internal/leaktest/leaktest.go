@@ -9,12 +9,21 @@ import (
 	"go.uber.org/goleak"
 )
 
+// antsDefaultPool names the goroutines of the default pool the ants package
+// starts when it is imported: they are not ours.
+var antsDefaultPool = []goleak.Option{
+	goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+	goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+}
+
 // VerifyTestMain runs the package's tests and fails the binary if any
-// goroutine is left when they end. The ants package starts a default pool
-// of its own when it is imported; its two goroutines are not ours.
+// goroutine is left when they end.
 func VerifyTestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
-		goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
-	)
+	goleak.VerifyTestMain(m, antsDefaultPool...)
+}
+
+// Find returns an error naming the goroutines left running, for a TestMain
+// that has its own cleanup to do after the tests and before the check.
+func Find() error {
+	return goleak.Find(antsDefaultPool...)
 }
