@@ -33,6 +33,7 @@ func Markdown(r *Results) string {
 		{"idle", idleSection},
 		{"rearm", rearmSection},
 		{"scaling", scalingSection},
+		{"keyed", keyedSection},
 	} {
 		if r.Ran(s.scenario) {
 			s.write(&b, r)
