@@ -3,12 +3,13 @@ package keyed
 import "github.com/wheeltimer/wheeltimer/hashedwheel"
 
 // entry is a key in the set with its value, and the TimerTask of its
-// timeout, so that a new key costs one allocation besides the timer's.
+// timeouts, so that a new key costs one allocation besides the timer's, or
+// none when its shard has an entry to reuse.
 //
 // timeout is the one timeout whose expiry may end the entry; nil once the
 // entry has left the set. Set and Move replace it when the old one fired
-// while they held the lock, so an expiry whose timeout is no longer current
-// does nothing.
+// while they held the lock, and an entry reused for another key gets a new
+// one, so an expiry whose timeout is no longer current does nothing.
 type entry[K comparable, V any] struct {
 	shard   *shard[K, V]
 	key     K

@@ -114,8 +114,9 @@ func (t *Timers[K, V]) shardOf(key K) *shard[K, V] {
 // Set gives key the value and a deadline delay from now, as the timer
 // counts it: a zero or negative delay expires the key at the timer's next
 // tick. A key already in the set keeps its entry, with value and the new
-// deadline; its timeout is moved, which allocates nothing. A new key
-// costs two allocations: the entry and the timer's timeout.
+// deadline; its timeout is moved, which allocates nothing. A new key costs
+// the timer's timeout, and an entry unless one that left the set recently
+// is reused.
 //
 // Set fails, wrapping the timer's ErrTooManyPendingTimeouts or ErrStopped,
 // when the timer refuses a timeout; the set is then as it was: a new key
@@ -132,9 +133,10 @@ func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
 		s.mu.Unlock()
 		return nil
 	}
-	e := &entry[K, V]{shard: s, key: key, value: value}
+	e := s.newEntry(key, value)
 	timeout, err := t.timer.NewTimeout(e, delay)
 	if err != nil {
+		s.release(e)
 		s.mu.Unlock()
 		return fmt.Errorf("keyed: set: %w", err)
 	}

@@ -1,6 +1,7 @@
 package keyed
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -128,6 +129,39 @@ func TestSetWinsOverAnExpiryWaitingToRun(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, 2, calls[0].value, "the expiry has the value set last")
 	assert.GreaterOrEqual(t, calls[0].at, setAt+100*time.Millisecond)
+}
+
+// An entry removed while its expiry waits, and reused for another key of
+// its shard, is not ended by that expiry: the new key stays, and expires
+// on its own with its own value.
+func TestAReusedEntryIgnoresTheExpiryOfItsLastKey(t *testing.T) {
+	set, rec, fake, exec := firedAndParked(t)
+	other := ""
+	for i := 0; other == ""; i++ {
+		if k := fmt.Sprint("b", i); set.shardOf(k) == set.shardOf("a") {
+			other = k
+		}
+	}
+	_, ok := set.Remove("a")
+	require.True(t, ok)
+	s := set.shardOf("a")
+	s.mu.Lock()
+	reusable := s.free[len(s.free)-1]
+	s.mu.Unlock()
+	require.NoError(t, set.Set(other, 2, 100*time.Millisecond))
+	s.mu.Lock()
+	require.Same(t, reusable, s.m[other], "the removed entry was not reused")
+	s.mu.Unlock()
+
+	exec.release()
+	fake.Settle()
+	assert.Empty(t, rec.calls(), "the old expiry ended the entry's new key")
+	assert.True(t, set.Pending(other))
+	fake.Advance(time.Second)
+	calls := rec.calls()
+	require.Len(t, calls, 1)
+	assert.Equal(t, other, calls[0].key)
+	assert.Equal(t, 2, calls[0].value)
 }
 
 // Once the expiry has taken the key out, the key is gone for every other
