@@ -82,7 +82,7 @@ func fullPlan(long bool) plan {
 		scaling: scenario.ScalingParams{Config: general, Procs: scalingProcs, Delay: churnDelay,
 			Window: 200 * time.Millisecond, Runs: 5},
 		keyed: scenario.KeyedParams{Config: general, Keys: []int{0, 1_000_000}, LiveDelay: farDelay, LiveSpread: farSpread,
-			Delay: idleDelay, Settle: 300 * time.Millisecond, Window: 200 * time.Millisecond, Runs: 5},
+			Delay: idleDelay, Settle: 300 * time.Millisecond, Window: time.Second, Runs: 5},
 	}
 }
 
