@@ -14,12 +14,14 @@
 // split into shards with a lock each, so that goroutines working on
 // different keys seldom wait for each other. Moving a deadline, or setting a
 // key that is already there, moves its timeout with Timeout.Reset and
-// allocates nothing.
+// allocates nothing; a new key costs the timer's 64-byte timeout and, unless
+// one is reused, a small entry.
 //
-// Each entry, a key with its value, ends exactly once: its expiry function
-// is called with the key and the value, or Remove returns the value, or the
-// timer is stopped. An expiry that races a Set, Move or Remove of the same
-// key is decided by the entry's lock: whichever takes it first wins, and a
-// Remove that returned the value always means the expiry function is not
-// called for it. See Timers for the whole contract, Stop included.
+// Each entry, a key with its value, ends once: its expiry function is
+// called with the key and the value, or Remove returns the value. An expiry
+// that races a Set, Move or Remove of the same key is decided by the
+// entry's lock: whichever takes it first wins, and a Remove that returned
+// the value always means the expiry function is not called for it. After
+// the timer's Stop, keys never expire and stay in the set. See Timers for
+// the whole contract.
 package keyed

@@ -21,10 +21,10 @@ var ErrNilTimer = errors.New("keyed: nil timer")
 //
 // An entry is a key with its value, from the Set that adds the key to the
 // set until the key leaves it. A Set of a key already in the set replaces
-// the entry's value and deadline; Move changes its deadline. The entry ends
-// exactly once, in one of two ways: its deadline passes and the expiry
-// function is called with its key and its last value, or Remove returns
-// that value. Both the expiry and Remove take the entry's lock, and the
+// the entry's value and deadline; Move changes its deadline. Unless the
+// timer is stopped first, the entry ends once, in one of two ways: its
+// deadline passes and the expiry function is called with its key and its
+// last value, or Remove returns that value. Both the expiry and Remove take the entry's lock, and the
 // first to take it decides: a Remove that returned the value means the
 // expiry function is not called for the entry, even when its deadline had
 // already passed and the expiry was waiting for the lock; a Set or Move
@@ -151,9 +151,10 @@ func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
 // Move gives key a new deadline delay from now and returns its value and
 // true; the key then expires no earlier than the new deadline. Moving a
 // deadline allocates nothing. Move returns the zero value and false, and
-// changes nothing, when the key is not in the set, or when the timer
-// refuses the timeout that Move needs in the moment after the deadline
-// passed (at WithMaxPendingTimeouts' limit) or after Stop.
+// changes nothing, when the key is not in the set or the timer is stopped;
+// and when the key's deadline has just passed and the timer, at the limit
+// of WithMaxPendingTimeouts, refuses the new timeout Move then needs: the
+// key then expires.
 func (t *Timers[K, V]) Move(key K, delay time.Duration) (V, bool) {
 	s := t.shardOf(key)
 	s.mu.Lock()
