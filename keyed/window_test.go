@@ -62,13 +62,14 @@ func (p *parkingExecutor) release() {
 	p.wg.Wait()
 }
 
-// firedAndParked returns a set on a fake timer whose expiries park, with
-// key "a" set to 1, due at 50ms, and the clock moved past its deadline:
-// the timer has claimed the timeout, and its expiry waits in the executor.
-func firedAndParked(t *testing.T) (*Timers[string, int], *recorder[string, int], *clock.Fake, *parkingExecutor) {
+// firedAndParked returns a set on a fake timer made with opts whose
+// expiries park, with key "a" set to 1, due at 50ms, and the clock moved
+// past its deadline: the timer has claimed the timeout, and its expiry
+// waits in the executor.
+func firedAndParked(t *testing.T, opts ...hashedwheel.Option) (*Timers[string, int], *recorder[string, int], *clock.Fake, *parkingExecutor) {
 	t.Helper()
 	exec := &parkingExecutor{}
-	set, rec, fake, h := newRecorded(t, hashedwheel.WithExecutor(exec))
+	set, rec, fake, h := newRecorded(t, append(opts, hashedwheel.WithExecutor(exec))...)
 	t.Cleanup(func() {
 		exec.release()
 		h.Stop()
@@ -129,6 +130,27 @@ func TestSetWinsOverAnExpiryWaitingToRun(t *testing.T) {
 	require.Len(t, calls, 1)
 	assert.Equal(t, 2, calls[0].value, "the expiry has the value set last")
 	assert.GreaterOrEqual(t, calls[0].at, setAt+100*time.Millisecond)
+}
+
+// A Set or Move that needs a new timeout while the key's expiry waits, and
+// that the timer refuses at its pending limit, changes nothing: the expiry
+// then ends the entry, with its value.
+func TestSetAndMoveRefusedAtTheLimitLetAnExpiryWaitingToRunEnd(t *testing.T) {
+	set, rec, fake, exec := firedAndParked(t, hashedwheel.WithMaxPendingTimeouts(1))
+	require.NoError(t, set.Set("b", 2, time.Hour)) // takes the place "a" left when it fired
+	_, ok := set.Move("a", time.Hour)
+	assert.False(t, ok, "Move succeeded at the limit")
+	err := set.Set("a", 10, time.Hour)
+	require.ErrorIs(t, err, hashedwheel.ErrTooManyPendingTimeouts)
+	v, ok := set.Get("a")
+	require.True(t, ok)
+	assert.Equal(t, 1, v, "a refused Set changed the value")
+
+	exec.release()
+	fake.Settle()
+	assert.Equal(t, []expiry[string, int]{{"a", 1, 60 * time.Millisecond}}, rec.calls())
+	assert.False(t, set.Pending("a"))
+	assert.True(t, set.Pending("b"))
 }
 
 // An entry removed while its expiry waits, and reused for another key of
