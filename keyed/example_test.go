@@ -10,8 +10,6 @@ import (
 	"github.com/wheeltimer/wheeltimer/keyed"
 )
 
-type session struct{ user string }
-
 // Sessions that end after 30 minutes without a request. The timer runs on
 // a fake clock here, so that the example's half hour passes at once; a
 // program gives New its ordinary timer.
@@ -23,14 +21,14 @@ func ExampleTimers() {
 	}
 	defer timer.Stop()
 
-	sessions, err := keyed.New(timer, func(id string, s *session) {
+	sessions, err := keyed.New(timer, func(id string, s *Session) {
 		fmt.Println("expired:", id, s.user) // 30 minutes without a request
 	})
 	if err != nil {
 		panic(err)
 	}
 	for id, user := range map[string]string{"s1": "ann", "s2": "bob", "s3": "eve"} {
-		if err := sessions.Set(id, &session{user}, 30*time.Minute); err != nil {
+		if err := sessions.Set(id, &Session{user}, 30*time.Minute); err != nil {
 			panic(err) // ErrStopped or ErrTooManyPendingTimeouts, wrapped
 		}
 	}
@@ -84,4 +82,51 @@ func ExampleTimers_stop() {
 	// Output:
 	// true 1
 	// saving ann's cart: 3 items
+}
+
+// Session is an application's session.
+type Session struct{ user string }
+
+// Close ends the session.
+func (s *Session) Close() { fmt.Println("closed the session of", s.user) }
+
+// readmeSnippet is the README's snippet, whole.
+func readmeSnippet(timer hashedwheel.Timer, id string, s *Session, serve func(*Session)) error {
+	sessions, err := keyed.New(timer, func(id string, s *Session) {
+		s.Close() // 30 minutes without a request
+	})
+	if err != nil {
+		return err
+	}
+	// At login:
+	if err := sessions.Set(id, s, 30*time.Minute); err != nil {
+		return err // ErrStopped or ErrTooManyPendingTimeouts, wrapped
+	}
+	// On every request: push the deadline back, and get the session.
+	if s, ok := sessions.Move(id, 30*time.Minute); ok {
+		serve(s)
+	}
+	// At logout: the session will not expire.
+	sessions.Remove(id)
+	return nil
+}
+
+// A session set at login, read by a request, removed at logout: its
+// expiry never runs.
+func ExampleNew() {
+	fake := clock.NewFake(time.Date(2030, 1, 1, 9, 0, 0, 0, time.UTC))
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(time.Second), hashedwheel.WithClock(fake))
+	if err != nil {
+		panic(err)
+	}
+	defer timer.Stop()
+	serve := func(s *Session) { fmt.Println("serving", s.user) }
+	if err := readmeSnippet(timer, "s1", &Session{"ann"}, serve); err != nil {
+		panic(err)
+	}
+	fake.Advance(time.Hour)
+	fmt.Println("pending timeouts:", timer.PendingTimeouts())
+	// Output:
+	// serving ann
+	// pending timeouts: 0
 }
