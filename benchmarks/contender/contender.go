@@ -78,7 +78,9 @@ func All() []Contender {
 
 // Select returns the contenders named in the comma-separated list, in
 // All's order; an empty list selects all. The baseline is always included,
-// since every figure is reported relative to it.
+// since every figure is reported relative to it. Names of keyed sets
+// (AllKeyed) are accepted and left to SelectKeyed; any other name is an
+// error.
 func Select(list string) ([]Contender, error) {
 	all := All()
 	if strings.TrimSpace(list) == "" {
@@ -94,6 +96,9 @@ func Select(list string) ([]Contender, error) {
 			out = append(out, c)
 			delete(want, c.Name)
 		}
+	}
+	for _, k := range AllKeyed() {
+		delete(want, k.Name)
 	}
 	for name := range want {
 		return nil, fmt.Errorf("contender: unknown contender %q", name)

@@ -33,6 +33,7 @@ func Markdown(r *Results) string {
 		{"idle", idleSection},
 		{"rearm", rearmSection},
 		{"scaling", scalingSection},
+		{"keyed", keyedSection},
 	} {
 		if r.Ran(s.scenario) {
 			s.write(&b, r)
@@ -411,7 +412,7 @@ func notesSection(b *strings.Builder, r *Results) {
 	}
 	b.WriteString("\nReproduce with `make bench` (this report and its charts, a few minutes), `make bench-quick` " +
 		"(a reduced matrix, under a minute) or `cd benchmarks && go test -run '^$' -bench . ./scenario` " +
-		"(Go benchmarks for scenarios 1 and 2; benchstat-ready with `-count 10`).\n")
+		"(Go benchmarks for scenarios 1, 2 and 10; benchstat-ready with `-count 10`).\n")
 }
 
 // standingNotes are the limits of the method itself, true of every run.

@@ -121,6 +121,17 @@ func fakeResults() *Results {
 		StormParams:   scenario.StormParams{N: 10},
 		RearmParams:   scenario.RearmParams{Connections: []int{10, 1000}, Delay: 30 * time.Second},
 		ScalingParams: scenario.ScalingParams{Procs: []int{1, 2, 4}},
+		KeyedSets:     contender.AllKeyed(),
+		KeyedParams:   scenario.KeyedParams{Keys: []int{0, 1000}, Delay: 30 * time.Second, LiveDelay: 10 * time.Minute},
+	}
+	for i, k := range r.KeyedSets {
+		f := float64(2 + i) // the baseline 2, then 3 and 4
+		for _, n := range r.KeyedParams.Keys {
+			for _, g := range []int{1, 2} {
+				r.Keyed = append(r.Keyed, scenario.KeyedRow{Contender: k.Name, Keys: n, Goroutines: g,
+					NsPerOp: 100 * f, CPUNsPerOp: 100 * f, BytesPerKey: 50 * f})
+			}
+		}
 	}
 	for i, c := range cs {
 		f := float64(2 - i) // baseline 2, the other 1
@@ -158,13 +169,16 @@ func TestMarkdownNamesTheMachineAndComparesWithTheBaseline(t *testing.T) {
 	for _, want := range []string{
 		"Test CPU 9000", "go1.26.8", "| 2 | 2 |", "0.10 0.20 0.30", "2026-01-02",
 		"belong to this machine", "(0.50×)", "(1.00×)",
-		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.", "## 8.", "## 9.",
+		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.", "## 8.", "## 9.", "## 10. Keyed timers",
 		"bench-pending.svg", "bench-crossover.svg", "bench-lateness.svg", "bench-rearm.svg", "bench-scaling.svg",
 		"What could not be measured cleanly",
 		"10k, 10m away", "40.0 ms", // the idle case of 10 000 timeouts, and its CPU per 2 s at 2%
 		"| 1k | `hashedwheel` | 2 | 50.0 ns (0.50×)", "| 25% |", // a re-arm row and its rescheduled share
 		"These figures come from one machine: Test CPU 9000, 2 CPUs", "| GOMAXPROCS 1 | GOMAXPROCS 2 | GOMAXPROCS 4 |",
 		"| `hashedwheel` | 100 ns (0.50×) | 50.0 ns (0.50×) | 25.0 ns (0.50×) |",
+		"| 1k | `keyed` | 2 | 300 ns (1.50×) | 300 ns (1.50×) | 0 | 0.00 | 150 B (1.50×) |", // a keyed row, its heap per key
+		"| 0 | `go-zero` | 1 | 400 ns (2.00×) | 400 ns (2.00×) | 0 | 0.00 | — | — |",
+		"| `map+AfterFunc` | by hand:",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report lacks %q", want)
@@ -212,7 +226,7 @@ func TestNarrowedRunHoldsOnlyItsScenarios(t *testing.T) {
 			t.Errorf("narrowed report lacks %q", want)
 		}
 	}
-	for _, unwanted := range []string{"## Headline", "## 1.", "## 3.", "## 7.", "## 8.", "bench-pending"} {
+	for _, unwanted := range []string{"## Headline", "## 1.", "## 3.", "## 7.", "## 8.", "## 10.", "bench-pending"} {
 		if strings.Contains(md, unwanted) {
 			t.Errorf("narrowed report holds %q", unwanted)
 		}

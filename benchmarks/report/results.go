@@ -35,9 +35,14 @@ type Results struct {
 	Rearm          []scenario.RearmRow
 	ScalingParams  scenario.ScalingParams
 	Scaling        []scenario.ScalingRow
+	// KeyedSets are the keyed sets of the keyed scenario, the baseline
+	// first.
+	KeyedSets   []contender.Keyed
+	KeyedParams scenario.KeyedParams
+	Keyed       []scenario.KeyedRow
 
 	// Scenarios names the scenarios the run measured: churn, ratio, storm,
-	// memory, lateness, idle, rearm, scaling. The report holds the sections
+	// memory, lateness, idle, rearm, scaling, keyed. The report holds the sections
 	// and charts of these only; nil means all of them.
 	Scenarios []string
 
@@ -65,7 +70,7 @@ func (r *Results) Narrowed() bool { return r.Scenarios != nil && len(r.Scenarios
 
 // ScenarioNames are the scenarios of the matrix, in the order a run
 // measures them: the names Scenarios may hold.
-var ScenarioNames = []string{"churn", "ratio", "storm", "memory", "lateness", "idle", "rearm", "scaling"}
+var ScenarioNames = []string{"churn", "ratio", "storm", "memory", "lateness", "idle", "rearm", "scaling", "keyed"}
 
 // Chart file names, without their extension (ChartFormat), relative to
 // the output directory and to the report.

@@ -15,6 +15,9 @@
 //     message, none firing.
 //  9. Scaling: schedule + cancel churn at each GOMAXPROCS, as many
 //     goroutines as Ps.
+//  10. Keyed: one deadline per key; set, move and remove a key with N keys
+//     live, on the keyed sets of package contender, beside a
+//     mutex-guarded map of time.AfterFunc timers; the heap per key.
 //
 // Timings are medians of several runs. CPU time is the whole process's
 // (getrusage), so it includes each timer's own goroutines, which a

@@ -210,3 +210,46 @@ func TestQuantileIsNearestRank(t *testing.T) {
 		t.Errorf("median = %v, want 2.5", m)
 	}
 }
+
+func TestKeyedMeasuresEveryKeyedSet(t *testing.T) {
+	ks := contender.AllKeyed()
+	rows, notes := Keyed(KeyedParams{Config: small, Keys: []int{0, 1000}, LiveDelay: time.Hour, LiveSpread: time.Second,
+		Delay: time.Minute, Window: 5 * time.Millisecond, Runs: 1}, ks, nil)
+	modes := 2
+	if runtime.GOMAXPROCS(0) == 1 {
+		modes = 1
+	}
+	if want := 2 * modes * len(ks); len(rows) != want {
+		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
+	}
+	for _, r := range rows {
+		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 {
+			t.Errorf("%s N=%d g=%d: %+v", r.Contender, r.Keys, r.Goroutines, r)
+		}
+		if (r.Keys > 0) != (r.BytesPerKey > 0) {
+			t.Errorf("%s N=%d: %.0f bytes per live key", r.Contender, r.Keys, r.BytesPerKey)
+		}
+	}
+}
+
+// The operation leaves nothing behind: each key it sets is gone after it.
+func TestSetMoveRemoveLeavesNoKey(t *testing.T) {
+	for _, k := range contender.AllKeyed() {
+		expired := make(chan uint64, 1)
+		set, err := k.New(small, func(key uint64, _ *contender.Item) { expired <- key })
+		if err != nil {
+			t.Fatal(err)
+		}
+		for key := range uint64(100) {
+			if err := SetMoveRemove(set, key, 20*time.Millisecond); err != nil {
+				t.Fatal(err)
+			}
+		}
+		select {
+		case key := <-expired:
+			t.Errorf("%s: key %d expired after Set, Move and Remove", k.Name, key)
+		case <-time.After(100 * time.Millisecond):
+		}
+		set.Close()
+	}
+}

@@ -127,3 +127,54 @@ func scalingInChildren(p scenario.ScalingParams, cs []contender.Contender, modeF
 	}
 	return rows, notes
 }
+
+// The keyed scenario runs each keyed set in a fresh process too, for its
+// heap per key: this binary, started with -child-keyed.
+
+// keyedResult is what a keyed child writes to stdout.
+type keyedResult struct {
+	Rows  []scenario.KeyedRow
+	Notes []string
+}
+
+// childKeyed measures the keyed scenario for the named keyed set in this
+// process and writes the rows to stdout as JSON.
+func childKeyed(name string, p scenario.KeyedParams) error {
+	for _, k := range contender.SelectKeyed(name) {
+		if k.Name != name {
+			continue
+		}
+		var res keyedResult
+		res.Rows, res.Notes = scenario.KeyedOne(p, k, nil)
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	return fmt.Errorf("no keyed set %q", name)
+}
+
+// keyedInChildren runs the keyed scenario for each keyed set in a child
+// process.
+func keyedInChildren(p scenario.KeyedParams, ks []contender.Keyed, modeFlags []string, prog scenario.Progress) ([]scenario.KeyedRow, []string) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, []string{fmt.Sprintf("keyed: cannot find this program to run each keyed set apart (%v); not measured", err)}
+	}
+	var rows []scenario.KeyedRow
+	var notes []string
+	for _, k := range ks {
+		prog.Status(fmt.Sprintf("keyed: %s, in a fresh process", k.Name))
+		cmd := exec.Command(self, append(slices.Clone(modeFlags), "-child-keyed", k.Name)...)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.Output()
+		if err != nil {
+			notes = append(notes, fmt.Sprintf("keyed: %s: child process: %v", k.Name, err))
+			continue
+		}
+		var res keyedResult
+		if err := json.Unmarshal(out, &res); err != nil {
+			notes = append(notes, fmt.Sprintf("keyed: %s: child output: %v", k.Name, err))
+			continue
+		}
+		rows, notes = append(rows, res.Rows...), append(notes, res.Notes...)
+	}
+	return rows, notes
+}

@@ -6,7 +6,8 @@
 //	go run ./cmd/report -long -out DIR   # adds N = 10M pending timeouts
 //	go run ./cmd/report -scenarios scaling -out DIR  # one scenario alone
 //
-// -only narrows the contenders and -scenarios the scenarios. A report
+// -only narrows the contenders, and the keyed sets of the keyed scenario,
+// and -scenarios the scenarios. A report
 // narrowed to some scenarios holds only their sections and charts, so that
 // one scenario measured on another machine (the scaling scenario on a
 // many-core one) makes a report of its own.
@@ -35,16 +36,20 @@ func main() {
 	format := flag.String("format", "svg", "chart format: svg or png")
 	childMem := flag.String("child-memory", "", "internal: measure the memory scenario for one contender and print it as JSON")
 	childProcs := flag.Int("child-scaling", 0, "internal: measure the scaling scenario at this GOMAXPROCS and print it as JSON")
+	childKeyedSet := flag.String("child-keyed", "", "internal: measure the keyed scenario for one keyed set and print it as JSON")
 	flag.Parse()
-	if *childMem != "" || *childProcs > 0 {
+	if *childMem != "" || *childProcs > 0 || *childKeyedSet != "" {
 		p := fullPlan(*long)
 		if *quick {
 			p = quickPlan()
 		}
 		var err error
-		if *childMem != "" {
+		switch {
+		case *childMem != "":
 			err = childMemory(*childMem, p.memory)
-		} else {
+		case *childKeyedSet != "":
+			err = childKeyed(*childKeyedSet, p.keyed)
+		default:
 			err = childScaling(*childProcs, *only, p.scaling)
 		}
 		if err != nil {
@@ -71,6 +76,7 @@ func run(out string, quick, long bool, only, subset, format string) error {
 	if err != nil {
 		return err
 	}
+	ks := contender.SelectKeyed(only)
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		return err
 	}
@@ -86,7 +92,7 @@ func run(out string, quick, long bool, only, subset, format string) error {
 		Machine: report.ReadMachine(), Mode: mode, ChartFormat: format, Contenders: cs,
 		ChurnParams: p.churn, RatioParams: p.ratio, StormParams: p.storm,
 		LatenessParams: p.lateness, MemoryParams: p.memory, IdleParams: p.idle,
-		RearmParams: p.rearm, ScalingParams: p.scaling,
+		RearmParams: p.rearm, ScalingParams: p.scaling, KeyedSets: ks, KeyedParams: p.keyed,
 	}
 	steps := []struct {
 		name string
@@ -113,6 +119,10 @@ func run(out string, quick, long bool, only, subset, format string) error {
 		{"rearm", func(pr scenario.Progress) (n []string) { res.Rearm, n = scenario.Rearm(p.rearm, cs, pr); return }},
 		{"scaling", func(pr scenario.Progress) (n []string) {
 			res.Scaling, n = scalingInChildren(p.scaling, cs, modeFlags, pr)
+			return
+		}},
+		{"keyed", func(pr scenario.Progress) (n []string) {
+			res.Keyed, n = keyedInChildren(p.keyed, ks, modeFlags, pr)
 			return
 		}},
 	}

@@ -18,6 +18,7 @@ type plan struct {
 	idle     scenario.IdleParams
 	rearm    scenario.RearmParams
 	scaling  scenario.ScalingParams
+	keyed    scenario.KeyedParams
 }
 
 // The wheel shapes. General scenarios use a 10ms × 512 wheel (5.12s span,
@@ -80,6 +81,8 @@ func fullPlan(long bool) plan {
 			Spread: time.Second, Window: 200 * time.Millisecond, Runs: 5},
 		scaling: scenario.ScalingParams{Config: general, Procs: scalingProcs, Delay: churnDelay,
 			Window: 200 * time.Millisecond, Runs: 5},
+		keyed: scenario.KeyedParams{Config: general, Keys: []int{0, 1_000_000}, LiveDelay: farDelay, LiveSpread: farSpread,
+			Delay: idleDelay, Settle: 300 * time.Millisecond, Window: time.Second, Runs: 5},
 	}
 }
 
@@ -103,5 +106,7 @@ func quickPlan() plan {
 			Spread: time.Second, Window: 40 * time.Millisecond, Runs: 3},
 		scaling: scenario.ScalingParams{Config: general, Procs: scalingProcs, Delay: churnDelay,
 			Window: 40 * time.Millisecond, Runs: 2},
+		keyed: scenario.KeyedParams{Config: general, Keys: []int{0, 100_000}, LiveDelay: farDelay, LiveSpread: farSpread,
+			Delay: idleDelay, Settle: 100 * time.Millisecond, Window: 40 * time.Millisecond, Runs: 3},
 	}
 }

@@ -25,6 +25,11 @@ func TestQuickPlanIsAReductionOfTheFullOne(t *testing.T) {
 		t.Error("quick re-arm is not smaller")
 	case q.scaling.Window >= f.scaling.Window:
 		t.Error("quick scaling is not shorter")
+	case slices.Max(q.keyed.Keys) >= slices.Max(f.keyed.Keys), q.keyed.Window >= f.keyed.Window:
+		t.Error("quick keyed is not smaller")
+	}
+	if !slices.Equal(f.keyed.Keys, []int{0, 1_000_000}) || f.keyed.LiveDelay <= f.keyed.Delay {
+		t.Errorf("full keyed measures %v live keys due in %v, want 0 and 1M, due after the measured keys", f.keyed.Keys, f.keyed.LiveDelay)
 	}
 	if !slices.Equal(f.rearm.Connections, []int{10_000, 1_000_000}) || f.rearm.Delay != 30*time.Second {
 		t.Errorf("full re-arm measures %v connections at %v, want 10k and 1M at 30s", f.rearm.Connections, f.rearm.Delay)
@@ -46,7 +51,7 @@ func TestQuickPlanIsAReductionOfTheFullOne(t *testing.T) {
 			seen[c] = true
 		}
 	}
-	if f.churn.Runs < 5 || f.ratio.Runs < 5 || f.storm.Runs < 5 || f.lateness.Runs < 5 || f.idle.Runs < 5 {
+	if f.churn.Runs < 5 || f.ratio.Runs < 5 || f.storm.Runs < 5 || f.lateness.Runs < 5 || f.idle.Runs < 5 || f.keyed.Runs < 5 {
 		t.Error("the full matrix takes medians of fewer than 5 runs")
 	}
 	if long := fullPlan(true); !slices.Contains(long.churn.Pending, 10_000_000) || slices.Contains(f.churn.Pending, 10_000_000) {
