@@ -103,3 +103,161 @@ func BenchmarkWithTimeoutCancelLive(b *testing.B) {
 		cancel()
 	}
 }
+
+// BenchmarkMiddlewareChain makes and cancels the chain of a server's
+// middleware and a client library: a wheel context on a cancellable
+// parent, a context.WithValue on it, as tracing adds, and a
+// context.WithCancel child of that, as a client derives per call; beside
+// the same chain on context.WithTimeout in the same run ("x-WithTimeout").
+// The child joins the wheel context through the WithValue wrapper, which
+// the context package does with a goroutine while the child lives.
+func BenchmarkMiddlewareChain(b *testing.B) {
+	h := startTimer(b)
+	benchChain(b, func(parent context.Context) (context.Context, context.CancelFunc) {
+		return h.WithTimeout(parent, benchDelay)
+	}, true)
+}
+
+// BenchmarkWithTimeoutChild makes and cancels a wheel context and a
+// context.WithCancel child of it, which joins it through its AfterFunc
+// method; beside the same pair on context.WithTimeout ("x-WithTimeout").
+func BenchmarkWithTimeoutChild(b *testing.B) {
+	h := startTimer(b)
+	benchChain(b, func(parent context.Context) (context.Context, context.CancelFunc) {
+		return h.WithTimeout(parent, benchDelay)
+	}, false)
+}
+
+// chainKey is the key of benchChain's value.
+type chainKey struct{}
+
+// benchChain measures b.N chains made by withTimeout on a cancellable
+// parent: withTimeout, a WithValue if wrapped, and a WithCancel child,
+// cancelled child first. Batches of the same chains on context.WithTimeout
+// alternate with them, untimed, so that both see the same machine, and
+// the ratio of the times is reported.
+func benchChain(b *testing.B, withTimeout func(context.Context) (context.Context, context.CancelFunc), wrapped bool) {
+	const batch = 2000
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	std := func(parent context.Context) (context.Context, context.CancelFunc) {
+		return context.WithTimeout(parent, benchDelay)
+	}
+	var stdTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		chain(parent, n, withTimeout, wrapped)
+		b.StopTimer()
+		start := time.Now()
+		chain(parent, n, std, wrapped)
+		stdTime += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), "x-WithTimeout")
+}
+
+// chain makes and cancels n chains, as benchChain describes.
+func chain(parent context.Context, n int, withTimeout func(context.Context) (context.Context, context.CancelFunc), wrapped bool) {
+	for range n {
+		c, cancel := withTimeout(parent)
+		if wrapped {
+			c = context.WithValue(c, chainKey{}, "span")
+		}
+		_, cancelChild := context.WithCancel(c)
+		cancelChild()
+		cancel()
+	}
+}
+
+// BenchmarkChildrenThroughAWrapper makes 10 000 context.WithCancel children
+// of a context.WithValue of one wheel context, and reports the goroutines
+// and heap bytes per child while they live ("goroutines/child",
+// "B/child"), beside the same children of a context.WithTimeout's
+// context ("std-goroutines/child", "std-B/child").
+func BenchmarkChildrenThroughAWrapper(b *testing.B) {
+	const children = 10_000
+	h := startTimer(b)
+	for range b.N {
+		wheel, cancelWheel := h.WithTimeout(context.Background(), benchDelay)
+		goroutines, bytes := childrenCost(wheel, children)
+		cancelWheel()
+		std, cancelStd := context.WithTimeout(context.Background(), benchDelay)
+		stdGoroutines, stdBytes := childrenCost(std, children)
+		cancelStd()
+		b.ReportMetric(goroutines, "goroutines/child")
+		b.ReportMetric(bytes, "B/child")
+		b.ReportMetric(stdGoroutines, "std-goroutines/child")
+		b.ReportMetric(stdBytes, "std-B/child")
+	}
+}
+
+// childrenCost makes n children of a WithValue of parent and returns the
+// goroutines and bytes of heap and goroutine stacks per child while they
+// live; it cancels them and waits for their goroutines to end.
+func childrenCost(parent context.Context, n int) (goroutines, bytes float64) {
+	value := context.WithValue(parent, chainKey{}, "span")
+	cancels := make([]context.CancelFunc, 0, n)
+	goroutinesBefore, memBefore := runtime.NumGoroutine(), heapAndStacksInUse()
+	for range n {
+		_, cancel := context.WithCancel(value)
+		cancels = append(cancels, cancel)
+	}
+	goroutines = float64(runtime.NumGoroutine()-goroutinesBefore) / float64(n)
+	bytes = float64(heapAndStacksInUse()-memBefore) / float64(n)
+	for _, cancel := range cancels {
+		cancel()
+	}
+	for runtime.NumGoroutine() > goroutinesBefore {
+		runtime.Gosched()
+	}
+	return goroutines, bytes
+}
+
+// heapAndStacksInUse returns the live heap and the goroutine stacks in
+// use after two collections.
+func heapAndStacksInUse() int64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc + m.StackInuse)
+}
+
+// BenchmarkKeptAfterParentCancel makes 100 000 wheel contexts, each on a
+// parent of its own, cancels the parents and drops the contexts without
+// calling their CancelFuncs, and reports the heap the timer still keeps
+// per context until the deadlines ("B/context"), beside the same with
+// context.WithTimeout ("std-B/context"), whose runtime timer the parent's
+// cancellation stops.
+func BenchmarkKeptAfterParentCancel(b *testing.B) {
+	const contexts = 100_000
+	h := startTimer(b)
+	for range b.N {
+		wheel := keptAfterParentCancel(contexts, func(parent context.Context) (context.Context, context.CancelFunc) {
+			return h.WithTimeout(parent, benchDelay)
+		})
+		std := keptAfterParentCancel(contexts, func(parent context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(parent, benchDelay)
+		})
+		b.ReportMetric(wheel, "B/context")
+		b.ReportMetric(std, "std-B/context")
+	}
+}
+
+// keptAfterParentCancel makes n contexts with withTimeout, each on a
+// cancellable parent of its own, reads their Done channels, as a handler
+// does, cancels the parents, drops everything without calling the
+// CancelFuncs, and returns the heap still in use per context.
+func keptAfterParentCancel(n int, withTimeout func(context.Context) (context.Context, context.CancelFunc)) float64 {
+	before := heapAndStacksInUse()
+	for range n {
+		parent, cancelParent := context.WithCancel(context.Background())
+		c, _ := withTimeout(parent) // the CancelFunc dropped: what is measured
+		_ = c.Done()
+		cancelParent()
+	}
+	return float64(heapAndStacksInUse()-before) / float64(n)
+}

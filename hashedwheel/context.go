@@ -246,16 +246,16 @@ func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
 // Stop moved it to, and cancels the context, detaching it from the parent.
 func (c *wheelContext) cancel() {
 	c.timeout.Cancel()
-	c.end(nil)
-	if x := c.extras.Load(); x != nil {
+	if x := c.end(nil); x != nil {
 		x.stopMoved()
 	}
 }
 
 // end cancels the inner context with cause, unless it is done already,
 // then calls the functions derived contexts registered, on this
-// goroutine: they see Err and Cause final.
-func (c *wheelContext) end(cause error) {
+// goroutine: they see Err and Cause final. It returns the extras, if the
+// context has them.
+func (c *wheelContext) end(cause error) *contextExtras {
 	x := c.extras.Load()
 	if x != nil {
 		x.stopWatch() // the calls below are made here, not by the watch's goroutine
@@ -263,10 +263,11 @@ func (c *wheelContext) end(cause error) {
 	c.cancelInner(cause)
 	if x == nil {
 		if x = c.extras.Load(); x == nil {
-			return // a registration from now on finds the context done
+			return nil // a registration from now on finds the context done
 		}
 	}
 	x.run()
+	return x
 }
 
 // outliveStop moves the deadline of a context still live at Stop to a
