@@ -33,37 +33,64 @@ func contextWithTimeoutNs(parent context.Context, n int, parallel bool) float64 
 
 // BenchmarkWithTimeoutCancel makes a wheel context on a cancellable parent,
 // as a server's request context is, and cancels it before its deadline,
-// beside context.WithTimeout in the same run ("x-WithTimeout").
-func BenchmarkWithTimeoutCancel(b *testing.B) { benchWithTimeoutCancel(b, false) }
+// beside context.WithTimeout in the same run ("x-WithTimeout"), the two in
+// alternating batches.
+func BenchmarkWithTimeoutCancel(b *testing.B) {
+	h := startTimer(b)
+	parent, cancelParent := context.WithCancel(context.Background())
+	defer cancelParent()
+	beside(b, func(n int) {
+		for range n {
+			_, cancel := h.WithTimeout(parent, benchDelay)
+			cancel()
+		}
+	}, func(n int) {
+		for range n {
+			_, cancel := context.WithTimeout(parent, benchDelay)
+			cancel()
+		}
+	})
+}
 
-// BenchmarkWithTimeoutCancelParallel is the same on every P at once.
-func BenchmarkWithTimeoutCancelParallel(b *testing.B) { benchWithTimeoutCancel(b, true) }
-
-// benchWithTimeoutCancel makes and cancels a wheel context b.N times, on
-// every P if parallel, and reports the ratio to context.WithTimeout.
-func benchWithTimeoutCancel(b *testing.B, parallel bool) {
+// BenchmarkWithTimeoutCancelParallel is BenchmarkWithTimeoutCancel on every
+// P at once, the context package's measured after the wheel's.
+func BenchmarkWithTimeoutCancelParallel(b *testing.B) {
 	h := startTimer(b)
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
 	b.ReportAllocs()
 	b.ResetTimer()
-	if parallel {
-		b.RunParallel(func(pb *testing.PB) {
-			for pb.Next() {
-				_, cancel := h.WithTimeout(parent, benchDelay)
-				cancel()
-			}
-		})
-	} else {
-		for range b.N {
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
 			_, cancel := h.WithTimeout(parent, benchDelay)
 			cancel()
 		}
-	}
+	})
 	b.StopTimer()
 	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
 	runtime.GC()
-	b.ReportMetric(ns/contextWithTimeoutNs(parent, b.N, parallel), "x-WithTimeout")
+	b.ReportMetric(ns/contextWithTimeoutNs(parent, b.N, true), "x-WithTimeout")
+}
+
+// beside runs wheel for b.N operations, timed, in batches, each followed by
+// as many operations of std, untimed, so that both meet the same machine,
+// and reports the ratio of their times ("x-WithTimeout").
+func beside(b *testing.B, wheel, std func(n int)) {
+	const batch = 2000
+	var stdTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		wheel(n)
+		b.StopTimer()
+		start := time.Now()
+		std(n)
+		stdTime += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), "x-WithTimeout")
 }
 
 // BenchmarkWithTimeoutCancelLive is BenchmarkWithTimeoutCancel with a
@@ -133,30 +160,15 @@ type chainKey struct{}
 
 // benchChain measures b.N chains made by withTimeout on a cancellable
 // parent: withTimeout, a WithValue if wrapped, and a WithCancel child,
-// cancelled child first. Batches of the same chains on context.WithTimeout
-// alternate with them, untimed, so that both see the same machine, and
-// the ratio of the times is reported.
+// cancelled child first, beside the same chains on context.WithTimeout.
 func benchChain(b *testing.B, withTimeout func(context.Context) (context.Context, context.CancelFunc), wrapped bool) {
-	const batch = 2000
 	parent, cancelParent := context.WithCancel(context.Background())
 	defer cancelParent()
-	std := func(parent context.Context) (context.Context, context.CancelFunc) {
-		return context.WithTimeout(parent, benchDelay)
-	}
-	var stdTime time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batch {
-		n := min(batch, b.N-done)
-		chain(parent, n, withTimeout, wrapped)
-		b.StopTimer()
-		start := time.Now()
-		chain(parent, n, std, wrapped)
-		stdTime += time.Since(start)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), "x-WithTimeout")
+	beside(b, func(n int) { chain(parent, n, withTimeout, wrapped) }, func(n int) {
+		chain(parent, n, func(parent context.Context) (context.Context, context.CancelFunc) {
+			return context.WithTimeout(parent, benchDelay)
+		}, wrapped)
+	})
 }
 
 // chain makes and cancels n chains, as benchChain describes.
