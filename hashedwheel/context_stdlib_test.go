@@ -1488,7 +1488,7 @@ func TestStdlibCustomContextAfterFuncUnregisterTimeout(t *testing.T) {
 }
 
 // TestStdlibContextErrDoneRace: Err is never non-nil while Done is open,
-// for a cancel and for a deadline (Go issue 75533).
+// for a cancel and for a deadline (golang/go#75533).
 func TestStdlibContextErrDoneRace(t *testing.T) {
 	h := stdlibTimer(t)
 	for i := range 10 {
