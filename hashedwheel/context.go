@@ -3,44 +3,80 @@ package hashedwheel
 import (
 	"context"
 	"errors"
+	"math"
+	"strings"
+	"sync/atomic"
 	"time"
 )
 
-// WithTimeout returns WithDeadline(parent, time.Now().Add(d)), reading
-// the clock once: the deadline is the timer's, to 8ns.
+// WithTimeout returns WithDeadline(parent, now.Add(d)), now read on the
+// timer's clock: the deadline is the timer's, to 8ns.
 func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return h.WithTimeoutCause(parent, d, nil)
 }
 
+// farDelay is a delay beyond which the timer's reading of now + delay may
+// saturate: WithTimeout then takes the deadline from the wall clock, so
+// that Deadline reports now.Add(d) as the context package does.
+const farDelay = math.MaxInt64 / 2
+
 // WithTimeoutCause is WithTimeout, with cause as the context's cause once
 // its deadline passes.
 func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
-	return h.withDeadline(parent, time.Time{}, d, cause)
+	if parent == nil {
+		panic(errNilParent)
+	}
+	if d <= 0 || d > farDelay {
+		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
+	}
+	if cur, ok := parent.Deadline(); ok && cur.Sub(h.wallNow()) < d {
+		return context.WithCancel(parent) // the parent's deadline comes first
+	}
+	if parent.Err() != nil {
+		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause) // done at once, no timeout
+	}
+	c := &wheelContext{cause: cause}
+	if !h.arm(c, parent, d) {
+		return context.WithTimeoutCause(parent, d, cause)
+	}
+	return c, c.cancel
 }
 
 // WithDeadline returns a copy of parent whose deadline is no later than
 // deadline, as context.WithDeadline does, except that the timer enforces
 // the deadline at its resolution: Done is closed at the first tick end
 // after the deadline, never before it, or when the returned CancelFunc is
-// called, or when parent's Done is closed, whichever happens first.
+// called, or when parent's Done is closed, whichever happens first. The
+// deadline is read on the timer's clock (WithClock): on a clock.Fake the
+// context expires when the fake is advanced past it.
 //
 // Deadline reports deadline. Once it has passed, Err returns
 // context.DeadlineExceeded and context.Cause returns it too; contexts
 // derived from the returned one see the same. Cancelling parent cancels
 // the context at once, with parent's error and cause, with no goroutine
-// per context. A parent whose deadline is earlier keeps it, as with
-// context.WithDeadline, and a deadline already past returns a context that
-// is already done.
+// per context. The CancelFunc and the deadline reach contexts derived
+// directly from it (context.WithCancel, WithTimeout, AfterFunc, or this
+// timer's WithDeadline on it) before they return, as the package's do; a
+// cancellation of parent reaches them through one goroutine per context,
+// and contexts derived through a wrapper (context.WithValue, a struct
+// embedding the context) join through a goroutine each, as the context
+// package joins any context it cannot see into. A parent whose deadline is
+// earlier keeps it, as with context.WithDeadline. A deadline already past,
+// or a parent already done, returns a context already done that holds no
+// timeout. A nil parent panics, as with the context package.
 //
-// The context holds one pending timeout of the timer until it is done or
-// cancelled: calling the CancelFunc, which is idempotent, releases the
+// The context holds one pending timeout of the timer until its deadline or
+// its CancelFunc: calling the CancelFunc, which is idempotent, releases the
 // timeout at once and detaches the context from parent, so call it as
-// soon as the work is done, as with the context package. While the timer
-// is stopped, or at its WithMaxPendingTimeouts limit, WithDeadline returns
-// context.WithDeadline's context instead, whose deadline a runtime timer
-// keeps; Stats counts those in ContextFallbacks. A context still live at
+// soon as the work is done, as with the context package. A cancellation
+// of parent releases the timeout only of a context that has derived
+// contexts; otherwise the timeout, and the context with it, stay until the
+// deadline or the CancelFunc. While the timer is stopped, or at its
+// WithMaxPendingTimeouts limit, WithDeadline returns context.WithDeadline's
+// context instead, whose deadline a runtime timer keeps on the runtime's
+// clock; Stats counts those in ContextFallbacks. A context still live at
 // Stop outlives it the same way: Stop moves its deadline to a runtime
-// timer and does not return its timeout.
+// timer, which the CancelFunc stops, and does not return its timeout.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -48,48 +84,63 @@ func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Ti
 // WithDeadlineCause is WithDeadline, with cause as the context's cause
 // once its deadline passes; a nil cause means context.DeadlineExceeded.
 func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
-	return h.withDeadline(parent, deadline, time.Until(deadline), cause)
-}
-
-// withDeadline makes the context of WithDeadlineCause, due after delay: at
-// deadline if it is set, or else at the timer's reading of now + delay.
-func (h *HashedWheelTimer) withDeadline(parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
-		parent = context.Background() // the context package panics; we do not
+		panic(errNilParent)
 	}
-	if cur, ok := parent.Deadline(); ok && (deadline.IsZero() && time.Until(cur) < delay || cur.Before(deadline)) {
+	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	if delay <= 0 { // already past: done at once, no timer needed
-		if deadline.IsZero() {
-			return context.WithTimeoutCause(parent, delay, cause)
-		}
+	dc := &deadlineContext{deadline: deadline}
+	dc.cause = cause
+	delay := deadline.Sub(h.wallNow())
+	if delay <= 0 || parent.Err() != nil {
+		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
+	}
+	if !h.arm(&dc.wheelContext, parent, delay) {
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
-	if cause == nil {
-		cause = context.DeadlineExceeded
+	return dc, dc.cancel
+}
+
+// errNilParent is the panic of a nil parent, in the context package's
+// words: a nil parent is a programming error there too.
+const errNilParent = "cannot create context from nil parent"
+
+// wallNow reads the timer's wall clock, after setting up a zero
+// HashedWheelTimer, whose clock is chosen then.
+func (h *HashedWheelTimer) wallNow() time.Time {
+	if h.state.Load() == timerInit {
+		h.startMu.Lock()
+		h.initZero()
+		h.startMu.Unlock()
 	}
-	var c *wheelContext
-	var ctx context.Context
-	if deadline.IsZero() {
-		c = &wheelContext{cause: cause}
-		ctx = c
-	} else {
-		dc := &deadlineContext{deadline: deadline}
-		c, ctx = &dc.wheelContext, dc
-		c.cause = cause
-	}
+	return h.clock.Now()
+}
+
+// arm joins c to parent and schedules its timeout, due after delay. It
+// reports false, leaving nothing behind and counting a fallback, if the
+// timer refused the timeout.
+func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) bool {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
 	if err := h.scheduleTimeout(&c.timeout, delay, 0); err != nil {
 		c.cancelInner(nil)
 		h.counters.contextFallbacks.Add(1)
-		if deadline.IsZero() {
-			return context.WithTimeoutCause(parent, delay, cause)
-		}
-		return context.WithDeadlineCause(parent, deadline, cause)
+		return false
 	}
-	return ctx, c.cancel
+	return true
+}
+
+// unarmed joins c to parent without a timeout, for a context done at once:
+// parent is done, or, if expired, the deadline has passed. It returns the
+// CancelFunc.
+func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expired bool) context.CancelFunc {
+	c.inner, c.cancelInner = context.WithCancelCause(parent)
+	c.timeout.timer, c.timeout.task = h, c // never scheduled: its Cancel changes nothing
+	if expired {
+		c.expire()
+	}
+	return c.cancel
 }
 
 // errDeadlinePassed is the cause a wheelContext gives its inner context
@@ -97,7 +148,7 @@ func (h *HashedWheelTimer) withDeadline(parent context.Context, deadline time.Ti
 // cancellation. Users never see it: Cause reports the context's own.
 var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 
-// wheelContext is the context of WithDeadline. Its cancellation, from the
+// wheelContext is the context of WithTimeout. Its cancellation, from the
 // parent or by its CancelFunc, is a context.WithCancelCause child of the
 // parent, which joins the parent's children without a goroutine; its
 // deadline is a timeout of the wheel, made inside the same allocation,
@@ -106,11 +157,13 @@ var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 // So that contexts derived from it see context.DeadlineExceeded rather
 // than the inner context's context.Canceled, it does not let them find
 // the inner context (see Value): the context package then joins them
-// through its AfterFunc method.
+// through its AfterFunc method, whose functions the CancelFunc and the
+// deadline call once Err and Cause are final (context_afterfunc.go).
 type wheelContext struct {
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
-	cause       error // the cause once the deadline passes
+	cause       error                         // the cause once the deadline passes; nil: DeadlineExceeded
+	extras      atomic.Pointer[contextExtras] // made on first need: derived contexts, or Stop
 	timeout     timeout
 }
 
@@ -127,9 +180,17 @@ type deadlineContext struct {
 
 func (c *deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
-func (c *deadlineContext) String() string {
-	return "hashedwheel.WithDeadline(" + contextName(c.inner) + ", " + c.deadline.String() +
-		" [" + time.Until(c.deadline).String() + "])"
+func (c *deadlineContext) String() string { return c.describe(c.deadline) }
+
+func (c *wheelContext) String() string { return c.describe(c.timeout.Deadline()) }
+
+// describe names the context as the context package names its own:
+// <parent>.WithDeadline(<deadline> [<time left on the timer's clock>]).
+func (c *wheelContext) describe(deadline time.Time) string {
+	// The inner context's String is the parent's name + ".WithCancel".
+	parent := strings.TrimSuffix(c.inner.(interface{ String() string }).String(), ".WithCancel")
+	return parent + ".WithDeadline(" + deadline.String() + " [" +
+		deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
 }
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
@@ -161,6 +222,9 @@ func (c *wheelContext) Value(key any) any {
 	cause := context.Cause(c.inner)
 	if cause == errDeadlinePassed {
 		cause = c.cause
+		if cause == nil {
+			cause = context.DeadlineExceeded
+		}
 	}
 	if cause == err {
 		return nil // context.Cause falls back to Err
@@ -172,44 +236,51 @@ func (c *wheelContext) Value(key any) any {
 	return done.Value(key)
 }
 
-// AfterFunc arranges to call f in its own goroutine once the context is
-// done, as context.AfterFunc does; the context package calls it to join
-// derived contexts.
-func (c *wheelContext) AfterFunc(f func()) (stop func() bool) {
-	return context.AfterFunc(c.inner, f)
+// Run is the task of the context's timeout: its deadline has passed.
+func (c *wheelContext) Run(Timeout) { c.expire() }
+
+// expire ends the context at its deadline.
+func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
+
+// cancel is the CancelFunc: it releases the timeout, or the runtime timer
+// Stop moved it to, and cancels the context, detaching it from the parent.
+func (c *wheelContext) cancel() {
+	c.timeout.Cancel()
+	if x := c.end(nil); x != nil {
+		x.stopMoved()
+	}
 }
 
-// Run is the task of the context's timeout: its deadline has passed.
-func (c *wheelContext) Run(Timeout) { c.cancelInner(errDeadlinePassed) }
-
-// cancel is the CancelFunc: it releases the timeout and cancels the
-// context, detaching it from the parent.
-func (c *wheelContext) cancel() {
-	if c.timeout.timer != nil {
-		c.timeout.Cancel()
+// end cancels the inner context with cause, unless it is done already,
+// then calls the functions derived contexts registered, on this
+// goroutine: they see Err and Cause final. It returns the extras, if the
+// context has them.
+func (c *wheelContext) end(cause error) *contextExtras {
+	x := c.extras.Load()
+	if x != nil {
+		x.stopWatch() // the calls below are made here, not by the watch's goroutine
 	}
-	c.cancelInner(nil)
+	c.cancelInner(cause)
+	if x == nil {
+		if x = c.extras.Load(); x == nil {
+			return nil // a registration from now on finds the context done
+		}
+	}
+	x.run()
+	return x
 }
 
 // outliveStop moves the deadline of a context still live at Stop to a
-// runtime timer.
+// runtime timer, which the CancelFunc stops.
 func (c *wheelContext) outliveStop() {
-	time.AfterFunc(time.Until(c.timeout.Deadline()), func() { c.cancelInner(errDeadlinePassed) })
-}
-
-func (c *wheelContext) String() string {
-	d := c.timeout.Deadline()
-	return "hashedwheel.WithDeadline(" + contextName(c.inner) + ", " + d.String() +
-		" [" + time.Until(d).String() + "])"
-}
-
-// contextName names the inner context's parent as the context package's
-// String methods do.
-func contextName(inner context.Context) string {
-	if s, ok := inner.(interface{ String() string }); ok {
-		return s.String()
+	x := c.loadExtras()
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if c.inner.Err() != nil {
+		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
-	return "context"
+	left := c.timeout.Deadline().Sub(c.timeout.timer.clock.Now())
+	x.moved = time.AfterFunc(left, c.expire)
 }
 
 // cancelCtxProbe answers its own address for the context package's key of

@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // The contexts of WithDeadline are tested here in the manner of the context
@@ -237,15 +243,18 @@ func TestContextFallsBackWhenStoppedOrFull(t *testing.T) {
 // its CancelFunc still works.
 func TestContextOutlivesStop(t *testing.T) {
 	h := contextTimer(t)
+	// Long enough for Stop, which waits for the pool, to return before it
+	// under the race detector on one loaded core.
+	const deadline = 300 * time.Millisecond
 	start := time.Now()
-	c, cancel := h.WithTimeout(context.Background(), 30*time.Millisecond)
+	c, cancel := h.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	other, cancelOther := h.WithTimeout(context.Background(), time.Hour)
 	plain := mustSchedule(t, h, noopTask, time.Hour)
 	assert.Equal(t, []Timeout{plain}, h.Stop(), "Stop returns only its own timeouts")
 	assert.NoError(t, c.Err(), "not cancelled by Stop")
 	within(t, c, 5*time.Second, "context live at Stop")
-	assert.GreaterOrEqual(t, time.Since(start), 30*time.Millisecond, "not before its deadline")
+	assert.GreaterOrEqual(t, time.Since(start), deadline, "not before its deadline")
 	assert.Equal(t, context.DeadlineExceeded, c.Err())
 	cancelOther()
 	assert.Equal(t, context.Canceled, other.Err())
@@ -288,9 +297,301 @@ func TestContextRace(t *testing.T) {
 	statsBalance(t, h.Stats())
 }
 
-func TestContextString(t *testing.T) {
+// TestContextStringAsThePackage: String names the context as the context
+// package names its own, <parent>.WithDeadline(<deadline> [<left>]), the
+// time left read on the timer's clock.
+func TestContextStringAsThePackage(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	start := fake.Now()
+	c, cancel := h.WithTimeout(context.Background(), 30*time.Minute)
+	defer cancel()
+	d, _ := c.Deadline()
+	assert.Equal(t, "context.Background.WithDeadline("+d.String()+" [30m0s])", fmt.Sprint(c))
+
+	deadline := start.Add(time.Hour)
+	parent := context.WithValue(context.Background(), ctxKey("k"), "v")
+	dc, cancelDeadline := h.WithDeadline(parent, deadline)
+	defer cancelDeadline()
+	std, cancelStd := context.WithDeadline(parent, deadline)
+	defer cancelStd()
+	want := strings.Split(fmt.Sprint(std), " [")[0] + " [1h0m0s])"
+	assert.Equal(t, want, fmt.Sprint(dc))
+
+	child, cancelChild := context.WithCancel(c)
+	defer cancelChild()
+	assert.Equal(t, "context.stopCtx.WithCancel", fmt.Sprint(child),
+		"the context package names a child joined through AfterFunc so")
+}
+
+// TestContextFollowsTheTimersClock: a context reads now on the timer's
+// clock, so that on a clock.Fake it expires when the fake is advanced past
+// its deadline, whatever the runtime's clock says.
+func TestContextFollowsTheTimersClock(t *testing.T) {
+	for name, start := range map[string]time.Time{
+		"fake clock in the past":   time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC),
+		"fake clock in the future": time.Date(2100, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := clock.NewFake(start)
+			h := newTimerOn(t, fake, WithExecutor(pool.Inline))
+			fake.WaitAsleep()
+			cause := errors.New("too slow")
+			timeout, cancelTimeout := h.WithTimeoutCause(context.Background(), 30*time.Minute, cause)
+			defer cancelTimeout()
+			deadline, cancelDeadline := h.WithDeadline(context.Background(), start.Add(10*time.Minute))
+			defer cancelDeadline()
+			past, cancelPast := h.WithDeadline(context.Background(), start.Add(-time.Second))
+			defer cancelPast()
+
+			d, ok := timeout.Deadline()
+			assert.True(t, ok)
+			assert.Equal(t, start.Add(30*time.Minute), d, "now + d on the fake clock")
+			assert.Equal(t, context.DeadlineExceeded, past.Err(), "past on the fake clock")
+			assert.Equal(t, uint64(2), h.Stats().Scheduled, "the context already past holds no timeout")
+
+			fake.Advance(10*time.Minute - time.Nanosecond)
+			assert.NoError(t, deadline.Err(), "never before its deadline")
+			fake.Advance(testTick + time.Nanosecond)
+			assert.Equal(t, context.DeadlineExceeded, deadline.Err(), "at the first tick end after it")
+			assert.NoError(t, timeout.Err())
+			fake.Advance(20 * time.Minute)
+			assert.Equal(t, context.DeadlineExceeded, timeout.Err())
+			assert.Equal(t, cause, context.Cause(timeout))
+			assert.Zero(t, h.PendingTimeouts())
+		})
+	}
+}
+
+// TestContextDerivedContextsLearnOfTheCancelFuncAtOnce: the CancelFunc
+// reaches the contexts derived directly from the context before it
+// returns, as the context package's does; a child cancelled just after
+// keeps the context's error and cause.
+func TestContextDerivedContextsLearnOfTheCancelFuncAtOnce(t *testing.T) {
+	h := contextTimer(t)
+	parent, _ := cancellableParent(t)
+	for range 1000 {
+		c, cancel := h.WithTimeout(parent, time.Hour)
+		child, cancelChild := context.WithCancelCause(c)
+		timer, cancelTimer := context.WithTimeout(c, time.Hour)
+		wheel, cancelWheel := h.WithTimeout(c, time.Hour)
+		grandchild, cancelGrandchild := context.WithCancel(wheel)
+		cancel()
+		cancelChild(errors.New("too late"))
+		for name, ctx := range map[string]context.Context{
+			"WithCancelCause": child, "WithTimeout": timer, "wheel WithTimeout": wheel, "its child": grandchild,
+		} {
+			require.True(t, isClosed(ctx.Done()), name)
+			require.Equal(t, context.Canceled, ctx.Err(), name)
+			require.Equal(t, context.Canceled, context.Cause(ctx), name)
+		}
+		cancelTimer()
+		cancelWheel()
+		cancelGrandchild()
+	}
+	assert.NoError(t, parent.Err())
+}
+
+// TestContextDerivedContextsLearnOfTheDeadlineAtOnce: the deadline reaches
+// the contexts derived directly from the context before the timeout's task
+// returns, with context.DeadlineExceeded and the given cause; a child
+// cancelled just after keeps them.
+func TestContextDerivedContextsLearnOfTheDeadlineAtOnce(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	cause := errors.New("too slow")
+	c, cancel := h.WithTimeoutCause(context.Background(), time.Minute, cause)
+	defer cancel()
+	child, cancelChild := context.WithCancelCause(c)
+	timer, cancelTimer := context.WithTimeout(c, time.Hour)
+	defer cancelTimer()
+	wheel, cancelWheel := h.WithTimeout(c, time.Hour)
+	defer cancelWheel()
+	grandchild, cancelGrandchild := context.WithCancel(wheel)
+	defer cancelGrandchild()
+
+	fake.Advance(time.Minute + testTick) // returns once the timeout's task has
+	cancelChild(errors.New("too late"))
+	for name, ctx := range map[string]context.Context{
+		"context": c, "WithCancelCause": child, "WithTimeout": timer, "wheel WithTimeout": wheel, "its child": grandchild,
+	} {
+		assert.True(t, isClosed(ctx.Done()), name)
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err(), name)
+		assert.Equal(t, cause, context.Cause(ctx), name)
+	}
+	assert.Zero(t, h.PendingTimeouts(), "the derived wheel context released its timeout")
+}
+
+// TestContextDerivedThroughAWrapperSeeTheDeadline: contexts derived
+// through context.WithValue or a struct embedding the context see
+// context.DeadlineExceeded and the cause too, and a cancellation with its
+// error and cause, once they are done.
+func TestContextDerivedThroughAWrapperSeeTheDeadline(t *testing.T) {
+	h := contextTimer(t)
+	cause := errors.New("too slow")
+	parent, cancelParent := cancellableParent(t)
+	expiring, cancelExpiring := h.WithTimeoutCause(context.Background(), time.Millisecond, cause)
+	defer cancelExpiring()
+	cancelled, cancelCancelled := h.WithTimeout(parent, time.Hour)
+	defer cancelCancelled()
+	wrappers := func(c context.Context) map[string]context.Context {
+		return map[string]context.Context{
+			"WithValue": context.WithValue(c, ctxKey("k"), "v"),
+			"embedding": struct{ context.Context }{c},
+		}
+	}
+	var children []context.Context
+	for _, w := range wrappers(expiring) {
+		child, cancelChild := context.WithCancel(w)
+		defer cancelChild()
+		children = append(children, child)
+	}
+	for _, ctx := range children {
+		within(t, ctx, 5*time.Second, "child through a wrapper")
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
+		assert.Equal(t, cause, context.Cause(ctx))
+	}
+
+	children = children[:0]
+	for _, w := range wrappers(cancelled) {
+		child, cancelChild := context.WithCancel(w)
+		defer cancelChild()
+		children = append(children, child)
+	}
+	gone := errors.New("client went away")
+	cancelParent(gone)
+	for _, ctx := range children {
+		within(t, ctx, 5*time.Second, "child through a wrapper")
+		assert.Equal(t, context.Canceled, ctx.Err())
+		assert.Equal(t, gone, context.Cause(ctx))
+	}
+}
+
+// TestContextAlreadyDoneParentArmsNoTimeout: on a parent already done the
+// context is done at once, with the parent's error and cause, reports its
+// deadline and holds no timeout.
+func TestContextAlreadyDoneParentArmsNoTimeout(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	parent, cancelParent := context.WithCancelCause(context.Background())
+	gone := errors.New("client went away")
+	cancelParent(gone)
+	timeout, cancelTimeout := h.WithTimeout(parent, time.Hour)
+	defer cancelTimeout()
+	deadline := fake.Now().Add(time.Minute)
+	dc, cancelDeadline := h.WithDeadline(parent, deadline)
+	defer cancelDeadline()
+
+	d, _ := timeout.Deadline()
+	assert.Equal(t, fake.Now().Add(time.Hour), d)
+	d, _ = dc.Deadline()
+	assert.Equal(t, deadline, d)
+	for _, c := range []context.Context{timeout, dc} {
+		assert.True(t, isClosed(c.Done()))
+		assert.Equal(t, context.Canceled, c.Err())
+		assert.Equal(t, gone, context.Cause(c))
+	}
+	s := h.Stats()
+	assert.Zero(t, s.Scheduled, "no timeout armed")
+	assert.Zero(t, s.ContextFallbacks, "nor a runtime timer")
+}
+
+// TestContextCancelAfterStopStopsTheRuntimeTimer: the CancelFunc of a
+// context live at Stop stops the runtime timer Stop moved its deadline
+// to, which releases the context.
+func TestContextCancelAfterStopStopsTheRuntimeTimer(t *testing.T) {
 	h := contextTimer(t)
 	c, cancel := h.WithTimeout(context.Background(), time.Hour)
+	h.Stop()
+	x := c.(*wheelContext).extras.Load()
+	require.NotNil(t, x)
+	x.mu.Lock()
+	moved := x.moved
+	x.mu.Unlock()
+	require.NotNil(t, moved, "Stop moved the deadline to a runtime timer")
+	cancel()
+	assert.False(t, moved.Stop(), "the CancelFunc stopped it, an hour before it was due")
+	assert.Equal(t, context.Canceled, c.Err())
+}
+
+// TestContextNilParentPanics: a nil parent is a programming error, and
+// panics with the context package's message.
+func TestContextNilParentPanics(t *testing.T) {
+	h, _ := newFakeTimer(t)
+	const msg = "cannot create context from nil parent"
+	var nilParent context.Context // a nil parent is the subject
+	assert.PanicsWithValue(t, msg, func() { h.WithTimeout(nilParent, time.Hour) })
+	assert.PanicsWithValue(t, msg, func() { h.WithDeadlineCause(nilParent, time.Now().Add(time.Hour), nil) })
+	assert.PanicsWithValue(t, msg, func() { // the context package's, the same
+		_, cancel := context.WithTimeout(nilParent, time.Hour)
+		cancel()
+	})
+}
+
+// TestContextDeadlineAtTheEdges: Deadline reports what the context
+// package's does for the zero time and for the largest timeout.
+func TestContextDeadlineAtTheEdges(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	zero, cancelZero := h.WithDeadline(context.Background(), time.Time{})
+	defer cancelZero()
+	d, ok := zero.Deadline()
+	assert.True(t, ok)
+	assert.Equal(t, time.Time{}, d)
+	assert.Equal(t, context.DeadlineExceeded, zero.Err())
+
+	far, cancelFar := h.WithTimeout(context.Background(), math.MaxInt64)
+	defer cancelFar()
+	d, _ = far.Deadline()
+	assert.Equal(t, fake.Now().Add(math.MaxInt64), d, "now + d, as time.Time.Add gives it")
+	assert.NoError(t, far.Err())
+
+	stdFar, cancelStdFar := context.WithTimeout(context.Background(), math.MaxInt64)
+	defer cancelStdFar()
+	real, cancelReal := contextTimer(t).WithTimeout(context.Background(), math.MaxInt64)
+	defer cancelReal()
+	stdD, _ := stdFar.Deadline()
+	d, _ = real.Deadline()
+	assert.False(t, d.Before(stdD), "on the runtime's clock, no earlier than the package's made before it")
+}
+
+// TestContextParentCancelReleasesTheTimeoutOfAContextWithDerivedOnes: a
+// context with derived contexts learns of its parent's cancellation
+// through its watch, which releases its timeout.
+func TestContextParentCancelReleasesTheTimeoutOfAContextWithDerivedOnes(t *testing.T) {
+	h := contextTimer(t)
+	parent, cancelParent := cancellableParent(t)
+	c, cancel := h.WithTimeout(parent, time.Hour)
 	defer cancel()
-	assert.Contains(t, c.(interface{ String() string }).String(), "hashedwheel.WithDeadline(context.Background")
+	child, cancelChild := context.WithCancel(c)
+	defer cancelChild()
+	require.Equal(t, int64(1), h.PendingTimeouts())
+	cancelParent(nil)
+	within(t, child, 5*time.Second, "child")
+	assert.Eventually(t, func() bool { return h.PendingTimeouts() == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// TestContextAfterFuncRegistrations: the context keeps its own list of the
+// functions of derived contexts: a stop removes one, a slot is reused, a
+// stale stop removes nothing, and the functions run once.
+func TestContextAfterFuncRegistrations(t *testing.T) {
+	h := contextTimer(t)
+	c, cancel := h.WithTimeout(context.Background(), time.Hour)
+	w := c.(*wheelContext)
+	var calls atomic.Int32
+	stop1 := w.AfterFunc(func() { calls.Add(1) })
+	stop2 := w.AfterFunc(func() { calls.Add(10) })
+	x := w.extras.Load()
+	require.Equal(t, 2, x.registered())
+	assert.True(t, stop1())
+	assert.False(t, stop1(), "once")
+	stop3 := w.AfterFunc(func() { calls.Add(100) }) // takes the freed slot
+	assert.False(t, stop1(), "a stale stop does not remove the slot's new function")
+	assert.Equal(t, 2, x.registered())
+	cancel()
+	assert.Equal(t, int32(110), calls.Load(), "called before the CancelFunc returned")
+	assert.False(t, stop2())
+	assert.False(t, stop3())
+	cancel()
+	assert.Equal(t, int32(110), calls.Load(), "once")
+
+	late := make(chan struct{})
+	assert.False(t, w.AfterFunc(func() { close(late) })(), "a function registered once done has started")
+	<-late
 }
