@@ -143,8 +143,9 @@ func run(ctx context.Context, cfg config, out io.Writer, log *slog.Logger) error
 	}
 
 	var clk clock.Clock = clock.NewReal()
-	fake := clock.NewFake(fakeStart(loc))
+	var fake *clock.Fake
 	if cfg.Fake {
+		fake = clock.NewFake(fakeStart(loc))
 		clk = fake
 	}
 	timer, err := hashedwheel.New(hashedwheel.WithClock(clk), hashedwheel.WithTickDuration(cfg.Tick), hashedwheel.WithLogger(log))

@@ -51,7 +51,8 @@ func limitRuns(s hashedwheel.Scheduler, n int) *limited {
 	return l
 }
 
-// limited is the Scheduler of limitRuns.
+// limited is the Scheduler of limitRuns. Its Next is called by one
+// goroutine at a time, as a timer calls it; Left may be called from any.
 type limited struct {
 	s    hashedwheel.Scheduler
 	left atomic.Int64 // the times still to give

@@ -90,7 +90,7 @@ func (s *shop) nightlyReport() {
 	if loads > s.reportedAt {
 		line += " (last at " + last.In(s.loc).Format("15:04:05.000") + ")"
 	}
-	s.printf("%s; so far %d reminders, %d price pushes", line, s.reminders, s.pushes)
+	s.printf("%s; reminders sent: %d; price pushes: %d", line, s.reminders, s.pushes)
 	s.reportedAt = loads
 }
 
