@@ -451,7 +451,7 @@ func modelDeadline(now int64, delay time.Duration) int64 {
 	case delay > 0:
 		d = now + int64(delay)
 	}
-	if d > math.MaxInt64-7 {
+	if d > math.MaxInt64-15 { // the last 8ns unit stands for math.MaxInt64
 		return math.MaxInt64
 	}
 	return (d + 7) &^ 7
