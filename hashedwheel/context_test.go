@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -594,4 +595,33 @@ func TestContextAfterFuncRegistrations(t *testing.T) {
 	late := make(chan struct{})
 	assert.False(t, w.AfterFunc(func() { close(late) })(), "a function registered once done has started")
 	<-late
+}
+
+// TestDefaultTimerServesRequestDeadlines: with New()'s defaults, a 100ms
+// WithTimeout is done, at the median, within 10ms of its deadline, as a Go
+// server comparing with context.WithTimeout expects, and never before it.
+// Real time is the subject.
+func TestDefaultTimerServesRequestDeadlines(t *testing.T) {
+	h, err := New()
+	require.NoError(t, err)
+	defer h.Stop()
+	const n = 21
+	late := make(chan time.Duration, n)
+	for range n {
+		ctx, cancel := h.WithTimeout(context.Background(), 100*time.Millisecond)
+		go func() {
+			defer cancel()
+			<-ctx.Done()
+			deadline, _ := ctx.Deadline()
+			late <- time.Since(deadline)
+		}()
+		time.Sleep(time.Millisecond) // deadlines spread over the ticks
+	}
+	var all []time.Duration
+	for range n {
+		all = append(all, <-late)
+	}
+	slices.Sort(all)
+	assert.GreaterOrEqual(t, all[0], time.Duration(0), "never before the deadline")
+	assert.LessOrEqual(t, all[n/2], 10*time.Millisecond, "median lateness; all: %v", all)
 }

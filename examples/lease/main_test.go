@@ -23,18 +23,27 @@ import (
 // due by then has run.
 var fake = clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 
-// TestMain replaces the program's shared timer with one on the fake clock,
-// for every test, and checks that none leaves a goroutine behind.
-func TestMain(m *testing.M) {
+// useFakeTime replaces the program's shared timer with one on the fake
+// clock, until restore is called.
+func useFakeTime() (restore func()) {
 	real := timer
 	t, err := hashedwheel.New(hashedwheel.WithClock(fake))
 	if err != nil {
 		panic(err)
 	}
 	timer = t
+	return func() {
+		timer = real
+		t.Stop()
+	}
+}
+
+// TestMain runs every test of the package on fake time, and checks that
+// none leaves a goroutine behind.
+func TestMain(m *testing.M) {
+	restore := useFakeTime()
 	code := m.Run()
-	t.Stop()
-	real.Stop()
+	restore()
 	if code == 0 {
 		if err := leaktest.Find(); err != nil {
 			fmt.Fprintln(os.Stderr, err)
@@ -75,6 +84,16 @@ func TestLeaseLapsesAtTheEndOfItsTerm(t *testing.T) {
 	assert.Equal(t, []int{0, 1}, []int{held, lapsed})
 	assert.Equal(t, "lease \"db\" of \"alice\" lapsed\n", events.String())
 	require.NoError(t, leases.Acquire("db", "bob"), "free once lapsed")
+	require.NoError(t, leases.Release("db", "bob"))
+}
+
+func TestLeaseIsFreeOnceItLapses(t *testing.T) {
+	leases := NewLeases(30*time.Minute, nil)
+	require.NoError(t, leases.Acquire("db", "alice"))
+	fake.Advance(30*time.Minute - time.Second)
+	assert.ErrorIs(t, leases.Acquire("db", "bob"), ErrHeld)
+	fake.Advance(time.Second + time.Millisecond) // to the end of the tick covering the term's end
+	assert.NoError(t, leases.Acquire("db", "bob"), "free once lapsed")
 	require.NoError(t, leases.Release("db", "bob"))
 }
 
