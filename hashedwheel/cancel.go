@@ -59,8 +59,8 @@ func cancelledHookOf(task TimerTask) cancelledHook {
 
 // processCancelledTasks is the step of a tick that unlinks the timeouts
 // cancelled in a bucket, as Netty's processCancelledTasks, and files again
-// those a Reset moved earlier.
-func (w *worker) processCancelledTasks() {
+// those a Reset moved earlier. It reports whether it found any.
+func (w *worker) processCancelledTasks() (found bool) {
 	for i := range w.timer.shards {
 		s := &w.timer.shards[i]
 		for !w.stopped {
@@ -68,17 +68,17 @@ func (w *worker) processCancelledTasks() {
 			if !ok {
 				break
 			}
-			w.active = true
+			found = true
 			w.wheel.remove(t)
 			w.cancellationDone(t)
 		}
-		w.flushCancellations()
+		w.countCancellations()
 		for !w.stopped {
 			t, ok := s.moved.Pop()
 			if !ok {
 				break
 			}
-			w.active = true
+			found = true
 			// Still scheduled, it is in a bucket; cancelled or expired
 			// since, it is or was unlinked by its own path.
 			if t.currentState() == stateScheduled {
@@ -86,48 +86,53 @@ func (w *worker) processCancelledTasks() {
 			}
 		}
 	}
+	return found
 }
 
 // cancellationDone records that the timeout t, cancelled, has left the
-// wheel or the intake for good. The count is published, and the hook
-// called, by flushCancellations, once the timeouts in hand are placed or
-// dropped: a hook may call Stop, which must find every timeout on an
-// intake stack, staged, reported or in the wheel.
+// wheel or the intake for good. countCancellations publishes the count;
+// runCancelledHooks calls its Cancelled hook, if it has one, once the
+// pass has placed or dropped the timeouts in hand and handed the due tasks
+// over: a hook may call Stop, which must find every timeout on an intake
+// stack, staged, reported or in the wheel, and a slow hook must not delay
+// the tasks due in the same tick.
 func (w *worker) cancellationDone(t *timeout) {
-	if cancelledHookOf(t.task) == nil {
-		w.uncounted++
-		return
+	w.uncounted++
+	if cancelledHookOf(t.task) != nil {
+		w.hooked = append(w.hooked, t)
 	}
-	w.hooked = append(w.hooked, t)
 }
 
 // dropCancelledQueued completes the cancellation of t, which was cancelled
 // before the worker took it in.
 func (w *worker) dropCancelledQueued(t *timeout) {
 	t.forgetBelow()
-	w.active = true
 	w.cancellationDone(t)
 }
 
-// flushCancellations counts the cancellations completed since the last
-// call, then calls their Cancelled hooks, each only once its timeout is
-// counted out, so that a hook may schedule again at the pending limit.
-func (w *worker) flushCancellations() {
-	h := w.timer
+// countCancellations counts the cancellations completed since the last
+// call and releases their places under the pending limit: before any of
+// their hooks runs, so that a hook may schedule again at the limit.
+func (w *worker) countCancellations() {
 	if w.uncounted > 0 {
-		h.countCancelled(w.uncounted)
+		w.timer.countCancelled(w.uncounted)
 		w.uncounted = 0
 	}
+}
+
+// runCancelledHooks calls the Cancelled hooks of the cancellations counted
+// so far.
+func (w *worker) runCancelledHooks() {
+	w.countCancellations()
 	// Each entry is cleared before its hook runs: a hook may call Stop,
-	// which flushes the rest, or runtime.Goexit, after which the worker's
+	// which runs the rest, or runtime.Goexit, after which the worker's
 	// next goroutine does.
 	for i, t := range w.hooked {
 		if t == nil {
 			continue
 		}
 		w.hooked[i] = nil
-		h.countCancelled(1)
-		h.runCancelledHook(t)
+		w.timer.runCancelledHook(t)
 	}
 	w.hooked = w.hooked[:0]
 }

@@ -591,7 +591,7 @@ func TestFaultTaskCallsStop(t *testing.T) {
 				mustSchedule(t, h, &faultCountingTask{total: total}, time.Duration(i+2)*testTick)
 			}
 			if c.hook {
-				stopperTo.Cancel() // its hook runs in tick 0's cancellation pass
+				stopperTo.Cancel() // queued: its hook runs in the pass that takes it in
 			}
 			fake.WaitAsleep()
 			fake.Jump(testTick)
@@ -809,4 +809,32 @@ func boolInt(b bool) int64 {
 		return 1
 	}
 	return 0
+}
+
+// TestFaultStopFromAHookRunsWhatWasClaimed: a worker that wakes several
+// ticks late claims the first due tick's timeouts and keeps them while it
+// catches up; a Cancelled hook that calls Stop in that pass still has them
+// run, once, and Stop returns the rest.
+func TestFaultStopFromAHookRunsWhatWasClaimed(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	total := newFaultCounter()
+	result := make(chan []Timeout, 1)
+	stopper := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { result <- h.Stop() }}, time.Hour)
+	first := &faultCountingTask{total: total}
+	mustSchedule(t, h, first, testTick/2)
+	second := mustSchedule(t, h, &faultCountingTask{total: total}, testTick+testTick/2)
+	later := mustSchedule(t, h, &faultCountingTask{total: total}, 3*testTick+testTick/2)
+	advance(fake, testTick/2) // all in the wheel
+	require.True(t, stopper.Cancel())
+	fake.WaitAsleep()
+	fake.Jump(2 * testTick) // tick 0 and tick 1 ended: the worker catches up
+	var stopped []Timeout
+	select {
+	case stopped = <-result:
+	case <-time.After(faultWaitTimeout):
+		require.Fail(t, "Stop from the hook did not return")
+	}
+	assert.ElementsMatch(t, []Timeout{second, later}, stopped)
+	assert.Equal(t, int64(1), first.runs.Load(), "the timeout claimed before Stop ran")
+	faultBalance(t, h, 4, 1, 1, 2)
 }

@@ -124,6 +124,10 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 // running on it.
 func (w *worker) shutdown() {
 	h := w.timer
+	w.dispatch() // the claimed timeouts run, even now
+	if w.stopped { // a task it ran inline called Stop, which shut down
+		return
+	}
 	w.stopped = true
 	result := make([]Timeout, 0, w.wheel.size)
 	movedContexts := 0
@@ -178,7 +182,7 @@ func (w *worker) shutdown() {
 	// The hooks last, once everything is accounted for: a hook that calls
 	// runtime.Goexit ends the worker's goroutine, and the one that takes
 	// over calls the rest.
-	w.flushCancellations()
+	w.runCancelledHooks()
 }
 
 // drain pops every value of a closed queue, waiting for pushes that had

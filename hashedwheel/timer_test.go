@@ -479,3 +479,28 @@ func TestStopReleasesEveryGoroutine(t *testing.T) {
 	h.Stop()
 	goleak.VerifyNone(t, ignore)
 }
+
+// TestASlowCancelledHookDelaysNoTaskDueInItsTick: the Cancelled hooks of a
+// tick run after its due tasks are handed to the executor, so a hook that
+// blocks holds up the worker but no task due with it.
+func TestASlowCancelledHookDelaysNoTaskDueInItsTick(t *testing.T) {
+	h, fake := newFakeTimer(t, WithExecutor(goExecutor{}))
+	entered, release := make(chan struct{}), make(chan struct{})
+	hooked := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) {
+		close(entered)
+		<-release
+	}}, time.Hour)
+	started := make(chan struct{})
+	mustSchedule(t, h, TaskFunc(func(Timeout) { close(started) }), testTick/2)
+	advance(fake, testTick/2) // both in the wheel
+	require.True(t, hooked.Cancel())
+	fake.WaitAsleep()
+	fake.Jump(testTick) // the tick ends: the cancellation and the due task in one pass
+	<-entered
+	select {
+	case <-started:
+	case <-time.After(10 * time.Second):
+		require.Fail(t, "the due task waited for a blocking Cancelled hook")
+	}
+	close(release)
+}

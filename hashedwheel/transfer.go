@@ -20,20 +20,23 @@ const transferBatch = 64
 // on the intake stacks, at most maxTransfersPerTick a tick. Those
 // cancelled before they got there are dropped. The budget is renewed once
 // per tick that covers now; a pass between ticks uses what is left of it.
-func (w *worker) transferTimeoutsToBuckets(now int64) {
+// It reports whether it took in or dropped any.
+func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
 		w.transfersLeft = maxTransfersPerTick
 		w.budgetTick = tick
 	}
-	w.transferStaged()
-	if !w.stopped {
-		w.collectIntake()
+	found = w.transferStaged()
+	if !w.stopped && w.collectIntake() {
+		found = true
 	}
+	return found
 }
 
 // transferStaged moves staged timeouts into the wheel while the budget
-// lasts, dropping at most maxDiscardsPerTick cancelled ones.
-func (w *worker) transferStaged() {
+// lasts, dropping at most maxDiscardsPerTick cancelled ones. It reports
+// whether there were any.
+func (w *worker) transferStaged() (found bool) {
 	discards := maxDiscardsPerTick
 	var buf [transferBatch]*timeout
 	for w.transfersLeft > 0 && discards > 0 && !w.stopped {
@@ -41,7 +44,7 @@ func (w *worker) transferStaged() {
 		if n == 0 {
 			break
 		}
-		w.active = true
+		found = true
 		// The timeouts were written on other cores and staged long ago:
 		// load their states first, with plain loads the processor overlaps,
 		// instead of one cache miss after another under compare-and-swap.
@@ -58,23 +61,22 @@ func (w *worker) transferStaged() {
 			}
 			buf[j] = nil
 		}
-		// After the batch is in the wheel: a hook may call Stop, which must
-		// find every timeout on a stack, staged or in the wheel.
-		w.flushCancellations()
+		w.countCancellations()
 	}
+	return found
 }
 
 // collectIntake collects every timeout off the intake stacks, oldest first
 // on each: it drops those cancelled while queued and moves the others into
 // the wheel while the budget lasts. It stages the rest, still queued, and
 // every timeout while any is staged, so that they reach the wheel in the
-// order they were made.
-func (w *worker) collectIntake() {
+// order they were made. It reports whether there were any.
+func (w *worker) collectIntake() (found bool) {
 	h := w.timer
 	for i := 0; i < len(h.shards) && !w.stopped; i++ {
 		batch := h.shards[i].collect()
 		if batch.head != nil || batch.unlinked != 0 {
-			w.active = true
+			found = true
 		}
 		w.uncounted += batch.unlinked
 		for t := batch.pop(); t != nil; t = batch.pop() {
@@ -91,7 +93,7 @@ func (w *worker) collectIntake() {
 				w.staged.push(t)
 			}
 		}
-		// After the collected timeouts are placed: a hook may call Stop.
-		w.flushCancellations()
+		w.countCancellations()
 	}
+	return found
 }

@@ -26,7 +26,6 @@ type worker struct {
 	transfersLeft int     // of the current tick's maxTransfersPerTick
 	budgetTick    int64   // the tick transfersLeft was renewed for
 	stopped       bool    // shutdown has run
-	active        bool    // the current pass did something
 	lastActive    int64   // the tick of the last pass that did something
 	lingerTicks   int64   // quiet ticks before the worker sleeps until due
 	maxLag        int64
@@ -58,10 +57,7 @@ func newWorker(h *HashedWheelTimer) *worker {
 	return w
 }
 
-// run is the worker goroutine, in the steps of Netty's Worker.run: wait for
-// the next tick, process the cancellations, move new timeouts into their
-// buckets, expire the tick's bucket, and hand the expired tasks to the
-// executor; until Stop.
+// run is the worker goroutine; loop has its steps.
 //
 // A task run inline, or a Cancelled hook, that calls runtime.Goexit ends
 // the worker's goroutine: a new one takes over where it stopped.
@@ -86,29 +82,33 @@ func (w *worker) run() {
 // the hooks to call.
 func (w *worker) finishInterrupted() {
 	w.dispatcher.RunInline()
-	w.flushCancellations()
+	w.runCancelledHooks()
 }
 
-// loop runs the worker's steps until Stop.
+// loop runs, until Stop, the steps of Netty's Worker.run: wait for the
+// next tick, process the cancellations, move new timeouts into their
+// buckets, expire the tick's bucket; then hand the expired tasks to the
+// executor and call the Cancelled hooks, after them so that a slow hook
+// delays no task due in the tick. Cancellations come first, as in Netty
+// 4.2, so that a timeout cancelled before its tick is never claimed and
+// is counted out before the tick's tasks run.
 func (w *worker) loop() {
 	h := w.timer
 	for !w.stopped {
-		now := w.waitForNextTick()
+		now, woken := w.waitForNextTick()
 		if h.state.Load() == timerStopped && !w.stopped {
-			w.dispatch()    // claimed timeouts run, even now
-			if !w.stopped { // a task running inline may have called Stop
-				w.shutdown()
-			}
+			w.shutdown()
 			return
 		}
-		w.processCancelledTasks()
-		w.transferTimeoutsToBuckets(now)
-		w.expireTimeouts(now)
+		cancelled := w.processCancelledTasks()
+		transferred := w.transferTimeoutsToBuckets(now)
+		expired := w.expireTimeouts(now)
 		w.dispatchExpired(now)
+		w.runCancelledHooks()
 		w.trimAfterStorm(now)
 		w.dispatcher.Grow()
-		if w.active {
-			w.lastActive, w.active = w.wheel.tickOf(now), false
+		if woken || cancelled || transferred || expired {
+			w.lastActive = w.wheel.tickOf(now) // linger: more may come
 		}
 	}
 }
@@ -121,12 +121,14 @@ func (w *worker) loop() {
 // end of each tick. Then it sleeps until the end of the first tick with
 // something due, forever if nothing is pending, and producers wake it for
 // every new timeout and every report, so that none waits for that tick.
-func (w *worker) waitForNextTick() (now int64) {
+// It reports whether it slept until due and was woken: then the worker
+// lingers again.
+func (w *worker) waitForNextTick() (now int64, woken bool) {
 	h, wh := w.timer, w.wheel
 	for slept := false; ; slept = true {
 		now = h.now()
 		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
-			return now
+			return now, woken
 		}
 		lingering := w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0
 		until := wh.endOf(max(wh.tick, wh.earliest))
@@ -141,7 +143,7 @@ func (w *worker) waitForNextTick() (now int64) {
 		if lingering {
 			h.sleeper.Sleep(instant(h.startNanos, until))
 		} else {
-			w.sleepUntilDue(until)
+			woken = w.sleepUntilDue(until)
 		}
 	}
 }
@@ -154,8 +156,8 @@ func (w *worker) nextTick(now int64) int64 {
 }
 
 // sleepUntilDue sleeps until end, the end of the first tick with anything
-// due, telling producers to wake it meanwhile.
-func (w *worker) sleepUntilDue(end int64) {
+// due, telling producers to wake it meanwhile. It reports whether it slept.
+func (w *worker) sleepUntilDue(end int64) (slept bool) {
 	h := w.timer
 	w.trim()
 	h.idle.Store(true)
@@ -163,27 +165,28 @@ func (w *worker) sleepUntilDue(end int64) {
 	// look again now that the flag is visible.
 	if !h.intakeEmpty() || h.state.Load() == timerStopped {
 		if h.idle.CompareAndSwap(true, false) {
-			return
+			return false
 		}
 		// A producer took the flag and is waking us: Sleep returns at once.
 	}
 	h.sleeper.Sleep(instant(h.startNanos, end))
 	h.idle.Store(false)
-	w.active = true // woken with work, or at a due tick: linger again
+	return true
 }
 
 // expireTimeouts is the step that expires the next tick's bucket, as
 // Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
 // and moves to the tick after it. Ticks before the first with anything due
-// are skipped: their buckets hold nothing due in them.
-func (w *worker) expireTimeouts(now int64) {
+// are skipped: their buckets hold nothing due in them. It reports whether
+// it claimed or skipped any run.
+func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	if w.stopped {
-		return
+		return false
 	}
 	h, wh := w.timer, w.wheel
 	wh.skipIdleTicks(wh.tickOf(now))
 	if now < wh.tickEnd() {
-		return
+		return false
 	}
 	lag := now - wh.tickEnd()
 	due, ex := wh.expire(now, w.due)
@@ -194,6 +197,7 @@ func (w *worker) expireTimeouts(now int64) {
 			"count", ex.misplaced, "tick", wh.tick-1)
 	}
 	w.countTick(lag, ex)
+	return ex.expired+ex.runs+ex.skipped > 0
 }
 
 // countTick updates the counters after a tick with lag and what its walk
@@ -214,9 +218,6 @@ func (w *worker) countTick(lag int64, ex expiry) {
 		}
 	}
 	h.counters.periodicSkipped.Add(uint64(ex.skipped))
-	if ex.expired+ex.runs+ex.skipped > 0 {
-		w.active = true
-	}
 }
 
 // instant returns the clock reading at offset after start, saturating at
