@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,25 +238,6 @@ func (h *HashedWheelTimer) startIfNeeded() error {
 	return nil
 }
 
-// now returns the clock, in nanoseconds after the start.
-func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
-
-// tickOf returns the tick that covers instant d.
-func (h *HashedWheelTimer) tickOf(d int64) int64 { return d / h.tickNanos }
-
-// deadline returns the deadline of a timeout made at now with delay, in
-// nanoseconds after the start: now for a delay of zero or less, and
-// clamped instead of overflowing.
-func deadline(now int64, delay time.Duration) int64 {
-	if delay <= 0 {
-		return now
-	}
-	if int64(delay) > math.MaxInt64-now {
-		return math.MaxInt64
-	}
-	return now + int64(delay)
-}
-
 // admit takes one place under the pending limit, or fails at the limit.
 func (h *HashedWheelTimer) admit() bool {
 	for {
@@ -268,24 +248,6 @@ func (h *HashedWheelTimer) admit() bool {
 		if h.admitted.CompareAndSwap(n, n+1) {
 			return true
 		}
-	}
-}
-
-// nudgeWorker tells the worker, after a push that brought a queue's count
-// to count, that there is work for it: at once if it sleeps past its next
-// tick, otherwise every wakeEvery pushes.
-func (h *HashedWheelTimer) nudgeWorker(count uint64) {
-	if h.idle.Load() {
-		h.wakeWorker()
-	} else {
-		h.wakeAndYieldEvery(count)
-	}
-}
-
-// wakeWorker wakes the worker from a sleep past its next tick, once.
-func (h *HashedWheelTimer) wakeWorker() {
-	if h.idle.CompareAndSwap(true, false) {
-		h.sleeper.Wake()
 	}
 }
 

@@ -256,3 +256,43 @@ func (h *HashedWheelTimer) accepted() uint64 {
 	}
 	return n
 }
+
+// reportCancelled hands the worker a timeout in a bucket that Cancel
+// cancelled, for it to unlink. Once the worker has stopped taking them,
+// the timer is stopped and the cancellation is completed here.
+func (h *HashedWheelTimer) reportCancelled(t *timeout) {
+	index, ok := h.shardOf(t).cancelled.Push(t)
+	if !ok {
+		h.countCancelled(1)
+		h.runCancelledHook(t)
+		return
+	}
+	h.nudgeWorker(index + 1)
+}
+
+// reportMovedEarlier hands the worker a timeout in a bucket that Reset
+// moved earlier, for it to file again. Once the worker has stopped taking
+// them, the timer is stopped and nothing needs doing.
+func (h *HashedWheelTimer) reportMovedEarlier(t *timeout) {
+	if index, ok := h.shardOf(t).moved.Push(t); ok {
+		h.nudgeWorker(index + 1)
+	}
+}
+
+// nudgeWorker tells the worker, after a push that brought a queue's count
+// to count, that there is work for it: at once if it sleeps past its next
+// tick, otherwise every wakeEvery pushes.
+func (h *HashedWheelTimer) nudgeWorker(count uint64) {
+	if h.idle.Load() {
+		h.wakeWorker()
+	} else {
+		h.wakeAndYieldEvery(count)
+	}
+}
+
+// wakeWorker wakes the worker from a sleep past its next tick, once.
+func (h *HashedWheelTimer) wakeWorker() {
+	if h.idle.CompareAndSwap(true, false) {
+		h.sleeper.Wake()
+	}
+}

@@ -918,6 +918,9 @@ func (m *modelHarness) pending() int64 {
 
 // check compares the timer with the model.
 func (m *modelHarness) check() error {
+	if err := verifyWheel(m.h); err != nil {
+		return fmt.Errorf("the wheel's invariants: %w", err)
+	}
 	m.rec.mu.Lock()
 	defer m.rec.mu.Unlock()
 	if len(m.rec.wrong) > 0 {

@@ -1,7 +1,6 @@
 package hashedwheel
 
 import (
-	"fmt"
 	"math"
 	"time"
 )
@@ -33,58 +32,6 @@ func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 		return word | claimedBit, false, false
 	default:
 		return word | claimedBit, true, false
-	}
-}
-
-// runPeriodic runs the claimed run of a periodic timeout, unless a Reset,
-// Cancel or Stop revoked it, then the run owed meanwhile, if any.
-func (t *timeout) runPeriodic() {
-	if !t.startRun() {
-		return
-	}
-	ended := false
-	defer func() {
-		if !ended { // the task called runtime.Goexit: no run is left marked
-			t.word.And(^uint64(claimedBit | runningBit))
-		}
-	}()
-	for {
-		t.timer.counters.periodicRuns.Add(1)
-		t.runTask()
-		if !t.endRun() {
-			ended = true
-			return
-		}
-	}
-}
-
-// startRun starts the claimed run, if it is still claimed, no run is
-// running and the timeout is not cancelled.
-func (t *timeout) startRun() bool {
-	for {
-		w := t.word.Load()
-		if w&claimedBit == 0 || w&runningBit != 0 || stateOf(w) == stateCancelled {
-			return false
-		}
-		if t.word.CompareAndSwap(w, w&^claimedBit|runningBit) {
-			return true
-		}
-	}
-}
-
-// endRun ends a run and reports whether the run owed meanwhile starts now.
-func (t *timeout) endRun() bool {
-	for {
-		w := t.word.Load()
-		if w&claimedBit != 0 && stateOf(w) != stateCancelled {
-			if t.word.CompareAndSwap(w, w&^claimedBit) {
-				return true
-			}
-			continue
-		}
-		if t.word.CompareAndSwap(w, w&^(claimedBit|runningBit)) {
-			return false
-		}
 	}
 }
 
@@ -201,11 +148,6 @@ func (t *timeout) callNext(s *scheduledTask, instant int64) (next int64, ok bool
 	}
 	return next, true
 }
-
-// panicError is a recovered panic, as an error.
-type panicError struct{ value any }
-
-func (e panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
 // callScheduler calls s.Next(at), turning a panic into an error.
 func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {

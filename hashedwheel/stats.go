@@ -3,9 +3,7 @@ package hashedwheel
 import (
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"time"
-	"unsafe"
 )
 
 // Stats is a snapshot of a timer's counters. The totals only grow. Every
@@ -97,78 +95,6 @@ func (h *HashedWheelTimer) Stats() Stats {
 	}
 	s.Resets = c.resets.load()
 	return s
-}
-
-// counters are the timer's statistics. The worker writes most of them;
-// producers write only the rejections.
-type counters struct {
-	// processed is expired + cancelled + returnedByStop, each added after
-	// its own counter and before the places under the pending limit are
-	// released, so that a reader can tell a consistent snapshot.
-	processed        atomic.Uint64
-	expired          atomic.Uint64
-	cancelled        atomic.Uint64
-	returnedByStop   atomic.Uint64
-	periodicRuns     atomic.Uint64
-	periodicSkipped  atomic.Uint64
-	scheduleErrors   atomic.Uint64
-	rejectedFull     atomic.Uint64
-	rejectedStopped  atomic.Uint64
-	executorFailures atomic.Uint64
-	contextFallbacks atomic.Uint64
-	ticks            atomic.Uint64
-	maxTickLag       atomic.Int64
-	resets           stripedCounter // added to by every Reset, on any core
-}
-
-// counterStripes is the number of stripes of a stripedCounter.
-const (
-	counterStripesLog2 = 6
-	counterStripes     = 1 << counterStripesLog2
-)
-
-// stripedCounter is a counter that goroutines on many cores add to at once:
-// each adds to a stripe chosen by the address of its own stack, so that two
-// goroutines seldom write the same cache line.
-type stripedCounter struct {
-	stripes [counterStripes]struct {
-		n atomic.Uint64
-		_ [2*cacheLine - 8]byte // processors fetch lines in adjacent pairs
-	}
-}
-
-// cacheLine is the size of a cache line on the processors Go runs on most.
-const cacheLine = 64
-
-// add counts one.
-func (c *stripedCounter) add() {
-	c.stripes[stackStripe()].n.Add(1)
-}
-
-// stackStripe returns a stripe for the calling goroutine: a hash of where
-// its stack is. Goroutines' stacks lie apart, and a goroutine's stays put
-// unless it grows, so the stripe is stable enough and costs no lookup.
-func stackStripe() uintptr {
-	var here byte
-	return (uintptr(unsafe.Pointer(&here)) >> 10 * 0x9e3779b97f4a7c15) >> (64 - counterStripesLog2)
-}
-
-// load returns the count.
-func (c *stripedCounter) load() uint64 {
-	var n uint64
-	for i := range c.stripes {
-		n += c.stripes[i].n.Load()
-	}
-	return n
-}
-
-// addProcessed adds n to one of the counters of processed timeouts.
-func (c *counters) addProcessed(counter *atomic.Uint64, n uint64) {
-	if n == 0 {
-		return
-	}
-	counter.Add(n)
-	c.processed.Add(n)
 }
 
 // pendingSnapshot is a balanced reading of the pending count.

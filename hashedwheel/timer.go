@@ -103,3 +103,14 @@ type Interface interface {
 	PendingTimeouts() int64
 	Stats() Stats
 }
+
+// Scheduler gives the times at which ScheduleFunc runs a function. Next
+// returns the first time after its argument at which to run, or the zero
+// time to end the runs. The Schedule of github.com/robfig/cron/v3 has this
+// method, so a cron expression can drive a timer.
+//
+// The timer calls Next on its worker goroutine, as it calls a Cancelled
+// hook: it must return quickly and must not block.
+type Scheduler interface {
+	Next(time.Time) time.Time
+}

@@ -148,13 +148,6 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 	}
 }
 
-// nextTick returns the tick the worker expires next, skipping, up to the
-// tick that covers now, those before the first with something due.
-func (w *worker) nextTick(now int64) int64 {
-	wh := w.wheel
-	return max(wh.tick, min(wh.earliest, wh.tickOf(now)))
-}
-
 // sleepUntilDue sleeps until end, the end of the first tick with anything
 // due, telling producers to wake it meanwhile. It reports whether it slept.
 func (w *worker) sleepUntilDue(end int64) (slept bool) {
@@ -174,67 +167,19 @@ func (w *worker) sleepUntilDue(end int64) (slept bool) {
 	return true
 }
 
-// expireTimeouts is the step that expires the next tick's bucket, as
-// Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
-// and moves to the tick after it. Ticks before the first with anything due
-// are skipped: their buckets hold nothing due in them. It reports whether
-// it claimed or skipped any run.
-func (w *worker) expireTimeouts(now int64) (claimed bool) {
-	if w.stopped {
-		return false
+// executorSize returns how many tasks e runs at once: its Cap, if it has
+// one, else pool.DefaultSize.
+func executorSize(e pool.Executor) int {
+	if c, ok := e.(interface{ Cap() int }); ok {
+		return max(c.Cap(), 1)
 	}
-	h, wh := w.timer, w.wheel
-	wh.skipIdleTicks(wh.tickOf(now))
-	if now < wh.tickEnd() {
-		return false
-	}
-	lag := now - wh.tickEnd()
-	due, ex := wh.expire(now, w.due)
-	w.due = due
-	wh.advance()
-	if ex.misplaced > 0 {
-		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
-			"count", ex.misplaced, "tick", wh.tick-1)
-	}
-	w.countTick(lag, ex)
-	return ex.expired+ex.runs+ex.skipped > 0
+	return pool.DefaultSize
 }
 
-// countTick updates the counters after a tick with lag and what its walk
-// did.
-func (w *worker) countTick(lag int64, ex expiry) {
-	h := w.timer
-	h.counters.ticks.Add(1)
-	if lag > w.maxLag {
-		w.maxLag = lag
-		h.counters.maxTickLag.Store(lag)
-	}
-	if ex.expired > 0 {
-		// Count them out before they run, so that a task can schedule
-		// again at the pending limit (Netty a0e375bbc0).
-		h.counters.addProcessed(&h.counters.expired, uint64(ex.expired))
-		if h.maxPending > 0 {
-			h.admitted.Add(-int64(ex.expired))
-		}
-	}
-	h.counters.periodicSkipped.Add(uint64(ex.skipped))
-}
-
-// instant returns the clock reading at offset after start, saturating at
-// clock.Forever instead of overflowing (a tick can be long enough that its
-// end lies beyond the clock's range).
-func instant(start, offset int64) int64 {
-	if offset > clock.Forever-start {
-		return clock.Forever
-	}
-	return start + offset
-}
-
-// exit lets Stop return, and the tasks' wait begin.
-func (w *worker) exit() {
-	h := w.timer
-	w.dispatcher.Close()
-	h.sleeper.Close()
-	instances.Add(-1)
-	close(h.done)
+// executorRefused counts and logs an executor's refusal of a drain
+// function, which then runs on a goroutine of its own.
+func (h *HashedWheelTimer) executorRefused(err error) {
+	h.counters.executorFailures.Add(1)
+	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
+		"error", err)
 }

@@ -2,12 +2,55 @@ package hashedwheel
 
 import (
 	"cmp"
-	"runtime/debug"
 	"slices"
 	"time"
-
-	"github.com/wheeltimer/wheeltimer/pool"
 )
+
+// expireTimeouts is the step that expires the next tick's bucket, as
+// Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
+// and moves to the tick after it. Ticks before the first with anything due
+// are skipped: their buckets hold nothing due in them. It reports whether
+// it claimed or skipped any run.
+func (w *worker) expireTimeouts(now int64) (claimed bool) {
+	if w.stopped {
+		return false
+	}
+	h, wh := w.timer, w.wheel
+	wh.skipIdleTicks(wh.tickOf(now))
+	if now < wh.tickEnd() {
+		return false
+	}
+	lag := now - wh.tickEnd()
+	due, ex := wh.expire(now, w.due)
+	w.due = due
+	wh.advance()
+	if ex.misplaced > 0 {
+		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
+			"count", ex.misplaced, "tick", wh.tick-1)
+	}
+	w.countTick(lag, ex)
+	return ex.expired+ex.runs+ex.skipped > 0
+}
+
+// countTick updates the counters after a tick with lag and what its walk
+// did.
+func (w *worker) countTick(lag int64, ex expiry) {
+	h := w.timer
+	h.counters.ticks.Add(1)
+	if lag > w.maxLag {
+		w.maxLag = lag
+		h.counters.maxTickLag.Store(lag)
+	}
+	if ex.expired > 0 {
+		// Count them out before they run, so that a task can schedule
+		// again at the pending limit (Netty a0e375bbc0).
+		h.counters.addProcessed(&h.counters.expired, uint64(ex.expired))
+		if h.maxPending > 0 {
+			h.admitted.Add(-int64(ex.expired))
+		}
+	}
+	h.counters.periodicSkipped.Add(uint64(ex.skipped))
+}
 
 // maxDeferredDue bounds the claimed timeouts a late worker collects over
 // the ticks it catches up before it dispatches them.
@@ -110,55 +153,9 @@ func (w *worker) trim() {
 	}
 }
 
-// executorSize returns how many tasks e runs at once: its Cap, if it has
-// one, else pool.DefaultSize.
-func executorSize(e pool.Executor) int {
-	if c, ok := e.(interface{ Cap() int }); ok {
-		return max(c.Cap(), 1)
-	}
-	return pool.DefaultSize
-}
-
-// executorRefused counts and logs an executor's refusal of a drain
-// function, which then runs on a goroutine of its own.
-func (h *HashedWheelTimer) executorRefused(err error) {
-	h.counters.executorFailures.Add(1)
-	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
-		"error", err)
-}
-
-// run runs the task of a claimed timeout: once, or, for a periodic one,
-// as its run marks say (see periodic.go).
-func (t *timeout) run() {
-	if t.period != 0 {
-		t.runPeriodic()
-		return
-	}
-	t.runTask()
-}
-
-// runTask runs the task, recovering and logging a panic.
-func (t *timeout) runTask() {
-	returned := false
-	defer t.timer.afterUserCode("TimerTask", t, &returned)
-	t.task.Run(t)
-	returned = true
-}
-
-// afterUserCode, deferred after a task or hook of t that sets *returned
-// as it returns, recovers a panic and logs it with its stack, as net/http
-// does for a handler, and logs a call of runtime.Goexit, which cannot be
-// stopped: the goroutine ends, and the dispatcher or the worker carries on
-// with another. A user's task or hook never takes the timer down.
-func (h *HashedWheelTimer) afterUserCode(what string, t *timeout, returned *bool) {
-	if *returned {
-		return
-	}
-	if r := recover(); r != nil {
-		h.config.logger.Error("hashedwheel: "+what+" panicked",
-			"timeout", t, "panic", r, "stack", string(debug.Stack()))
-		return
-	}
-	h.config.logger.Error("hashedwheel: "+what+" called runtime.Goexit; its goroutine ended, the timer carries on",
-		"timeout", t, "stack", string(debug.Stack()))
+// nextTick returns the tick the worker expires next, skipping, up to the
+// tick that covers now, those before the first with something due.
+func (w *worker) nextTick(now int64) int64 {
+	wh := w.wheel
+	return max(wh.tick, min(wh.earliest, wh.tickOf(now)))
 }

@@ -1,0 +1,37 @@
+package hashedwheel
+
+import (
+	"math"
+	"time"
+
+	"github.com/wheeltimer/wheeltimer/clock"
+)
+
+// now returns the clock, in nanoseconds after the start.
+func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
+
+// tickOf returns the tick that covers instant d.
+func (h *HashedWheelTimer) tickOf(d int64) int64 { return d / h.tickNanos }
+
+// deadline returns the deadline of a timeout made at now with delay, in
+// nanoseconds after the start: now for a delay of zero or less, and
+// clamped instead of overflowing.
+func deadline(now int64, delay time.Duration) int64 {
+	if delay <= 0 {
+		return now
+	}
+	if int64(delay) > math.MaxInt64-now {
+		return math.MaxInt64
+	}
+	return now + int64(delay)
+}
+
+// instant returns the clock reading at offset after start, saturating at
+// clock.Forever instead of overflowing (a tick can be long enough that its
+// end lies beyond the clock's range).
+func instant(start, offset int64) int64 {
+	if offset > clock.Forever-start {
+		return clock.Forever
+	}
+	return start + offset
+}
