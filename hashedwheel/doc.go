@@ -12,9 +12,10 @@
 // due. docs/design.md in the repository follows a timeout through it.
 //
 // Besides Netty's Timer and Timeout, a HashedWheelTimer offers AfterFunc,
-// Timeout.Reset to move a deadline without allocating, Every for periodic
-// work, and WithTimeout and WithDeadline for context.Context deadlines the
-// wheel enforces.
+// Timeout.Reset to move a deadline without allocating, Every and
+// ScheduleFunc for periodic work and schedules, and WithTimeout and
+// WithDeadline for context.Context deadlines the wheel enforces; code that
+// takes a timer as a dependency takes an Interface.
 //
 // The timer keeps Netty's contract:
 //
@@ -25,14 +26,20 @@
 //   - Stop returns every timeout that had neither expired nor been
 //     cancelled; a timeout accepted by NewTimeout is never lost.
 //
-// The resolution is the tick duration (default 100ms, at least 1ms). The
-// wheel is cheapest when ticksPerWheel·tickDuration covers the usual delay.
+// The resolution is the tick duration (default and minimum 1ms). The wheel
+// is cheapest when ticksPerWheel·tickDuration covers the usual delay.
 //
 // # Testing with fake time
 //
+// A timer made with WithClock(fake), fake a *clock.Fake, runs on fake time,
+// made anywhere, at package level or in TestMain: fake.Advance moves it and
+// returns once every task due by then has run, so that a test of code that
+// waits 30 minutes for a timeout takes microseconds. Code that uses the
+// program's shared timer through an Interface is handed such a timer in
+// its tests.
+//
 // A timer made inside a testing/synctest bubble runs on the bubble's fake
-// clock: a test of code that waits 30 minutes for a timeout takes
-// milliseconds. Make the timer inside the bubble, with its default executor
-// or one made there too, and Stop it before the bubble ends; Stop returns
-// once the timer's goroutines and its pool's have exited.
+// clock too. Make it inside the bubble, with its default executor or one
+// made there too, and Stop it before the bubble ends; Stop returns once the
+// timer's goroutines and its pool's have exited.
 package hashedwheel

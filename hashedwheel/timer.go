@@ -53,17 +53,20 @@ type Timeout interface {
 	IsCancelled() bool
 	// Cancel prevents the task from running. It returns true for the one
 	// call that cancelled the timeout and false if the timeout had already
-	// expired or been cancelled. It never blocks; the timer releases the
-	// timeout's memory by the end of the next tick.
+	// expired or been cancelled; after it returned true, no run starts, but
+	// a periodic run already in progress completes. It never blocks; the
+	// timer releases the timeout's memory by the end of the next tick.
 	Cancel() bool
 	// Reset moves the deadline of a timeout that has neither expired nor
 	// been cancelled to now + delay, clamped as NewTimeout clamps it, and
 	// returns true: the task then runs once, at the first tick end after
 	// the new deadline, never before it. Otherwise it changes nothing and
 	// returns false, and the caller schedules anew. A Reset that returned
-	// true before the timer claimed the timeout holds until a later
-	// successful Reset or Cancel. Reset never blocks; pushing a deadline
-	// later, as a heartbeat does, allocates nothing.
+	// true holds until a later successful Reset or Cancel: no run starts
+	// before its deadline, a periodic timeout's run claimed and not yet
+	// started included, except a run already in progress. Reset never
+	// blocks; pushing a deadline later, as a heartbeat does, allocates
+	// nothing.
 	Reset(delay time.Duration) bool
 }
 
