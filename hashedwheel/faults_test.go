@@ -305,19 +305,26 @@ func TestFaultExecutorBlocks(t *testing.T) {
 	}
 }
 
+// newLoggingFakeTimer returns a timer on a fresh fake clock whose logger
+// writes to the returned buffer, running its tasks inline on the worker or
+// on its own pool.
+func newLoggingFakeTimer(t *testing.T, inline bool) (*HashedWheelTimer, *clock.Fake, *logBuffer) {
+	logs, logger := newLogBuffer()
+	opts := []Option{WithLogger(logger)}
+	if inline {
+		opts = append(opts, WithExecutor(pool.Inline))
+	}
+	fake := clock.NewFake(time.Now())
+	return newTimerOn(t, fake, opts...), fake, logs
+}
+
 // TestFaultTaskPanics: tasks and Cancelled hooks that panic, run inline on
 // the worker or on the timer's pool. Each panic is recovered and logged;
 // the worker keeps ticking; the counts add up.
 func TestFaultTaskPanics(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
-			logs, logger := newLogBuffer()
-			opts := []Option{WithLogger(logger)}
-			if inline {
-				opts = append(opts, WithExecutor(pool.Inline))
-			}
-			fake := clock.NewFake(time.Now())
-			h := newTimerOn(t, fake, opts...)
+			h, fake, logs := newLoggingFakeTimer(t, inline)
 			total := newFaultCounter()
 			panicky := make([]*hookTask, 5)
 			for i := range panicky {
@@ -368,13 +375,7 @@ func TestFaultTaskPanics(t *testing.T) {
 func TestFaultTaskCallsGoexit(t *testing.T) {
 	for _, inline := range []bool{true, false} {
 		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
-			logs, logger := newLogBuffer()
-			opts := []Option{WithLogger(logger)}
-			if inline {
-				opts = append(opts, WithExecutor(pool.Inline))
-			}
-			fake := clock.NewFake(time.Now())
-			h := newTimerOn(t, fake, opts...)
+			h, fake, logs := newLoggingFakeTimer(t, inline)
 			total := newFaultCounter()
 			const n, exitEvery = 200, 20
 			tasks := make([]*hookTask, n)
