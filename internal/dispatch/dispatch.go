@@ -6,16 +6,19 @@
 //
 // A dispatch is one list of due tasks and a claim cursor, drained by drain
 // functions running on the executor: each claims the next tasks, runs
-// them, and claims again until none is left. A dispatch starts a few drain
-// functions, twice as many as the machine has processors, which is enough
-// for short tasks; while tasks of a list wait unclaimed behind slow ones,
-// Grow, which the dispatching goroutine calls every millisecond or so,
-// doubles its drain functions, up to the executor's size, so that slow
-// tasks start within milliseconds whatever their number. A drain function claims one task
-// at a time while tasks take long, and doubles its claim, up to
+// them, and claims again until none is left, then steals, one at a time,
+// the tasks other drain functions claimed and have not started. A dispatch
+// starts a few drain functions, twice as many as the machine has
+// processors, which is enough for short tasks; while tasks of a list wait
+// behind slow ones, Grow, which the dispatching goroutine calls every
+// millisecond or so, starts in one step a drain function for every slow
+// task it expects, up to the executor's size, so that slow tasks start
+// within milliseconds whatever their number. A drain function claims one
+// task at a time while tasks take long, and doubles its claim, up to
 // maxClaim, while they are short, so that a storm of short tasks does not
-// pay a contended atomic operation per task, and a slow task holds up at
-// most the short tasks claimed with it.
+// pay a contended atomic operation per task; what it claimed and has not
+// started others may steal, so a slow task holds up no task claimed with
+// it.
 package dispatch
 
 import (
@@ -179,8 +182,8 @@ func (d *Dispatcher[T]) dispatchList(tasks []T) {
 	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
 }
 
-// Grow doubles, up to the executor's size, the drain functions of each
-// dispatch whose tasks wait: some have not started, every drain function
+// Grow adds drain functions, up to the executor's size, to each dispatch
+// whose tasks wait: some have not started, every drain function
 // has started, and fewer tasks started in the last GrowInterval than it
 // has drain functions, which are then held by slow tasks. Drain functions
 // that keep starting short tasks gain nothing from company, nor do those
