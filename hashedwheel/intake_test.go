@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync/atomic"
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -270,4 +271,10 @@ func TestIntakeCancelRacingTakes(t *testing.T) {
 	assert.Equal(t, producers*perProducer, found+unlinked)
 	assert.Positive(t, unlinked, "pushes unlinked cancelled timeouts")
 	assert.Equal(t, uint64(producers*perProducer), s.pushed())
+}
+
+// TestTimeoutIsOneCacheLine: a timeout, which is also the node of its
+// intake stack and of its bucket list, takes one 64-byte allocation.
+func TestTimeoutIsOneCacheLine(t *testing.T) {
+	assert.Equal(t, uintptr(64), unsafe.Sizeof(timeout{}))
 }

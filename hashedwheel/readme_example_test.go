@@ -169,6 +169,8 @@ func TestReadmeSnippets(t *testing.T) {
 			(&server{timer: timer, backend: backend{work}}).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
 			assert.Equal(t, want, rec.Code, "a backend taking %v", work)
 		}
+		time.Sleep(time.Millisecond) // a tick: the worker processes the last cancellation
+		synctest.Wait()
 		assert.Zero(t, timer.PendingTimeouts(), "every snippet releases its timeouts")
 		assert.False(t, conn.closed.Load(), "no idle timeout fired")
 	})
