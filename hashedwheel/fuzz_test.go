@@ -177,10 +177,12 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 // processes at most fuzzMaxTicks ticks, far less than this.
 const fuzzSettleTimeout = 5 * time.Second
 
-// fuzzSettle is settleWithin with the fuzz targets' bound.
+// fuzzSettle is settleWithin with the fuzz targets' bound, then checks
+// the wheel's invariants while the worker sleeps.
 func fuzzSettle(tb testing.TB, fake *clock.Fake, h *HashedWheelTimer) {
 	tb.Helper()
 	settleWithin(tb, fake, h, fuzzSettleTimeout)
+	require.NoError(tb, verifyWheel(h), "the wheel's invariants")
 }
 
 // fuzzHangAfter is how long one fuzz input may run: each takes
