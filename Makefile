@@ -12,7 +12,7 @@ SOAK_DURATION ?= 3m
 all: test
 
 ## test: everything CI runs: vet, staticcheck, race tests of every module,
-## the timer's tests again at another GOMAXPROCS, short fuzzing, a short
+## the timer's -short tests again at another GOMAXPROCS, short fuzzing, a short
 ## soak and the quick benchmark matrix.
 test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick
 
@@ -39,11 +39,12 @@ unit:
 	done
 
 ## unit-gomaxprocs: the timer's tests at a GOMAXPROCS unlike the machine's,
-## so that no test depends on the number of cores.
+## so that no test depends on the number of cores; -short, as unit has just
+## run them all in full.
 unit-gomaxprocs:
 	@procs=8; [ "$$(nproc)" = 8 ] && procs=3; \
-	echo "== go test -race ./hashedwheel at GOMAXPROCS=$$procs"; \
-	GOMAXPROCS=$$procs $(GO) test -race -count=1 -timeout 10m ./hashedwheel
+	echo "== go test -race -short ./hashedwheel at GOMAXPROCS=$$procs"; \
+	GOMAXPROCS=$$procs $(GO) test -race -short -count=1 -timeout 10m ./hashedwheel
 
 ## bench: the core's Go benchmarks beside time.AfterFunc, then the whole
 ## comparison matrix, which rewrites docs/benchmarks.md and the charts.
