@@ -16,6 +16,7 @@ cd "$(dirname "$0")/.."
 go_cmd="${GO:-go}"
 failed=()
 count=0
+raced=0
 # One line per package of the main module that has test files: "importpath dir".
 while read -r pkg dir; do
 	[ -n "$pkg" ] || continue
@@ -24,9 +25,22 @@ while read -r pkg dir; do
 	for name in $names; do
 		count=$((count + 1))
 		echo "== fuzz $pkg $name for $fuzztime"
-		if ! "$go_cmd" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg"; then
-			failed+=("$pkg.$name")
+		corpus="$dir/testdata/fuzz/$name"
+		before=$(ls "$corpus" 2>/dev/null | sort || true)
+		log=$(mktemp)
+		if ! "$go_cmd" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" 2>&1 | tee "$log"; then
+			after=$(ls "$corpus" 2>/dev/null | sort || true)
+			# The fuzzing coordinator of Go 1.25 and 1.26 can report its own
+			# -fuzztime deadline as a failure, with no failing input
+			# (golang/go#75804). A real failure always writes its input.
+			if [ "$before" = "$after" ] && grep -q '^    context deadline exceeded$' "$log"; then
+				echo "fuzz.sh: $name: the coordinator's deadline race (golang/go#75804), no failing input written: not a failure"
+				raced=$((raced + 1))
+			else
+				failed+=("$pkg.$name")
+			fi
 		fi
+		rm -f "$log"
 	done
 done < <("$go_cmd" list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}} {{.Dir}}{{end}}' ./...)
 
@@ -38,4 +52,4 @@ if [ "${#failed[@]}" -ne 0 ]; then
 	echo "fuzz.sh: FAILED: ${failed[*]}" >&2
 	exit 1
 fi
-echo "fuzz.sh: $count targets passed, $fuzztime each"
+echo "fuzz.sh: $count targets passed, $fuzztime each ($raced ended by the coordinator's deadline race)"
