@@ -11,6 +11,44 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// Move and Set of a key in the set allocate nothing, to a later deadline
+// or an earlier one, counted over many calls rather than rounded per call.
+// The calls come in bursts with a tick between them, as on a real clock,
+// so that the timer's worker takes the deadlines moved earlier at each
+// tick, as it does while fewer than 4096 a tick are moved earlier in any
+// of its shards.
+func TestMoveAndSetOfAPresentKeyNeverAllocate(t *testing.T) {
+	h, fake := newFakeTimer(t)
+	set, err := New(h, func(int, *int) {})
+	require.NoError(t, err)
+	value := new(int)
+	const keys, burst, bursts = 64, 2000, 50
+	for k := range keys {
+		require.NoError(t, set.Set(k, value, time.Hour))
+	}
+	fake.Advance(5 * tick) // the worker has taken every timeout into a bucket
+	// Each key goes back and forth between two delays: every other call
+	// moves its deadline earlier.
+	delays := [...]time.Duration{2 * time.Hour, time.Minute, 3 * time.Hour, time.Second}
+	i := 0
+	moveAndSet := func(bursts int) {
+		for range bursts {
+			for range burst / 2 {
+				set.Move(i%keys, delays[i%len(delays)])
+				_ = set.Set(i%keys, value, delays[(i+1)%len(delays)])
+				i++
+			}
+			fake.Advance(tick)
+		}
+	}
+	moveAndSet(2) // the timer's queues have their chunks
+	mallocs := countMallocs(func() { moveAndSet(bursts) })
+	// A few allocations of the runtime's own may fall in the window; a
+	// chunk per 128 moves to an earlier deadline would be hundreds.
+	assert.Less(t, mallocs, uint64(20), "allocations in %d calls of Move and Set of a key in the set", burst*bursts)
+	assert.Equal(t, keys, set.Len())
+}
+
 // countMallocs returns the heap allocations f makes.
 func countMallocs(f func()) uint64 {
 	var before, after runtime.MemStats
