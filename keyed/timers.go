@@ -132,9 +132,9 @@ func (t *Timers[K, V]) shardOf(key K) *shard[K, V] {
 // Set gives key the value and a deadline delay from now, as the timer
 // counts it: a zero or negative delay expires the key at the timer's next
 // tick. A key already in the set keeps its entry, with value and the new
-// deadline; its timeout is moved, which allocates nothing. A new key costs
-// the timer's timeout, and an entry unless one that left the set recently
-// is reused.
+// deadline; its timeout is moved, which allocates nothing, as in Move. A
+// new key costs the timer's timeout, and an entry unless one that left the
+// set recently is reused.
 //
 // Set fails, wrapping the timer's ErrTooManyPendingTimeouts or ErrStopped,
 // when the timer refuses a timeout; the set is then as it was: a new key
@@ -172,7 +172,11 @@ func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
 
 // Move gives key a new deadline delay from now and returns its value and
 // true; the key then expires no earlier than the new deadline. Moving a
-// deadline, earlier or later, allocates nothing. Move returns the zero
+// deadline allocates nothing: later, ever; earlier, while the timer's
+// worker takes the reports of deadlines moved earlier as they come, as it
+// does at each tick and every 4096 reports of a shard of the timer (a
+// backlog beyond 4096 between two of its passes costs a 1 KiB chunk per
+// 128, as the timer's Timeout.Reset does). Move returns the zero
 // value and false, and changes nothing, when the key is not in the set or
 // the timer is stopped; and when the key's deadline has just passed and
 // the timer, at the limit of WithMaxPendingTimeouts, refuses the new
