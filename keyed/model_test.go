@@ -18,9 +18,10 @@ type modelEntry struct {
 
 // Random Set, Move, Reschedule, Remove, Get, Pending, All and Drain calls,
 // with the fake clock moved between them, checked against a plain map of
-// deadlines: every call answers as the map does, and after each move of the clock exactly
-// the due keys have expired, each once with its last value, none before
-// its deadline, and each by the end of the tick that covers it.
+// deadlines: every call answers as the map does, and after each move of
+// the clock exactly the due keys have expired, each once with its last
+// value, none before its deadline, and each by the end of the tick that
+// covers it.
 func TestModel(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runModel(t, seed) })
