@@ -64,10 +64,13 @@ var ErrNotFound = errors.New("keyed: key not in the set")
 // and ErrNotFound for one that is not.
 //
 // A key that is not equal to itself, a NaN, is refused by Set with
-// ErrInvalidKey. The set's memory follows its keys: once most keys of a
-// shard have left, its map is rebuilt smaller (see shrinkFloor), so a
-// wave of keys that expired leaves at most a few hundred keys' worth of
-// map per shard behind.
+// ErrInvalidKey. The set's memory follows its keys: once a shard holds
+// fewer than a quarter of the most keys it held, and that most was above
+// 256, its map is rebuilt for the keys it holds. A wave of keys that
+// expired or were removed thus leaves behind, per shard, a map of at most
+// 2 × 256 slots and 64 entries kept for reuse; there are 4 shards per
+// GOMAXPROCS when New is called, at least 16. Each rebuild copies at most
+// a quarter of the keys, after at least three times as many left.
 type Timers[K comparable, V any] struct {
 	timer  hashedwheel.Timer
 	expire func(key K, value V)
