@@ -69,8 +69,9 @@ var ErrNotFound = errors.New("keyed: key not in the set")
 // 256, its map is rebuilt for the keys it holds. A wave of keys that
 // expired or were removed thus leaves behind, per shard, a map of at most
 // 2 × 256 slots and 64 entries kept for reuse; there are 4 shards per
-// GOMAXPROCS when New is called, at least 16. Each rebuild copies at most
-// a quarter of the keys, after at least three times as many left.
+// GOMAXPROCS when New is called, rounded up to a power of two, at least
+// 16. Each rebuild copies at most a quarter of the keys, after at least
+// three times as many left.
 type Timers[K comparable, V any] struct {
 	timer  hashedwheel.Timer
 	expire func(key K, value V)
