@@ -14,14 +14,25 @@
 // split into shards with a lock each, so that goroutines working on
 // different keys seldom wait for each other. Moving a deadline, or setting a
 // key that is already there, moves its timeout with Timeout.Reset and
-// allocates nothing; a new key costs the timer's 64-byte timeout and, unless
-// one is reused, a small entry.
+// allocates nothing, earlier or later (see Timers.Move for the one bound);
+// a new key costs the timer's 64-byte timeout and, unless one is reused, a
+// small entry. Once a wave of keys has left, the shards' maps are rebuilt
+// smaller, so the set's memory follows the keys it holds.
 //
 // Each entry, a key with its value, ends once: its expiry function is
 // called with the key and the value, or Remove returns the value. An expiry
 // that races a Set, Move or Remove of the same key is decided by the
 // entry's lock: whichever takes it first wins, and a Remove that returned
 // the value always means the expiry function is not called for it. After
-// the timer's Stop, keys never expire and stay in the set. See Timers for
-// the whole contract.
+// the timer's Stop, keys never expire and stay in the set, where All lists
+// them and Drain takes them out for a clean shutdown:
+//
+//	timer.Stop()
+//	sessions.Drain(func(id string, s *Session) { s.Save() })
+//
+// Reschedule is Move with an error that tells a key not in the set
+// (ErrNotFound) from a stopped timer (hashedwheel.ErrStopped), and Entry
+// gives the key and value of each timeout the timer's Stop hands back. Set
+// refuses a key not equal to itself, a NaN, with ErrInvalidKey. See Timers
+// for the whole contract.
 package keyed

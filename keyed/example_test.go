@@ -3,6 +3,8 @@ package keyed_test
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/clock"
@@ -82,6 +84,93 @@ func ExampleTimers_stop() {
 	// Output:
 	// true 1
 	// saving ann's cart: 3 items
+}
+
+// A shutdown: after the timer's Stop the keys that stayed never expire;
+// All lists them, Reschedule tells them from keys not in the set, and
+// Drain takes them all out, here to save each session for the next run.
+func ExampleTimers_Drain() {
+	timer, err := hashedwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	sessions, err := keyed.New(timer, func(id string, s *Session) { s.Close() })
+	if err != nil {
+		panic(err)
+	}
+	for id, user := range map[string]string{"s1": "ann", "s2": "bob"} {
+		if err := sessions.Set(id, &Session{user}, 30*time.Minute); err != nil {
+			panic(err)
+		}
+	}
+
+	timer.Stop()
+	var ids []string
+	for id := range sessions.All() {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fmt.Println("still open:", ids)
+	_, err = sessions.Reschedule("s1", 30*time.Minute)
+	fmt.Println("s1:", errors.Is(err, hashedwheel.ErrStopped))
+	_, err = sessions.Reschedule("s9", 30*time.Minute)
+	fmt.Println("s9:", errors.Is(err, keyed.ErrNotFound))
+
+	var saved []string
+	n := sessions.Drain(func(id string, s *Session) { saved = append(saved, id+"="+s.user) })
+	slices.Sort(saved)
+	fmt.Println("saved", n, saved, "left", sessions.Len())
+	// Output:
+	// still open: [s1 s2]
+	// s1: true
+	// s9: true
+	// saved 2 [s1=ann s2=bob] left 0
+}
+
+// The timeouts the timer's Stop hands back include those of a keyed set,
+// each with its key and value: Entry finds them among the others.
+func ExampleTimers_Entry() {
+	timer, err := hashedwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	carts, err := keyed.New(timer, func(user string, items int) {})
+	if err != nil {
+		panic(err)
+	}
+	if err := carts.Set("ann", 3, time.Hour); err != nil {
+		panic(err)
+	}
+	if _, err := timer.AfterFunc(time.Hour, func() {}); err != nil {
+		panic(err)
+	}
+	for _, timeout := range timer.Stop() {
+		if user, items, ok := carts.Entry(timeout); ok {
+			fmt.Println("cart of", user, "with", items, "items")
+		} else {
+			fmt.Println("another timeout")
+		}
+	}
+	// Unordered output:
+	// cart of ann with 3 items
+	// another timeout
+}
+
+// A key not equal to itself, a NaN, could never be found again: Set
+// refuses it.
+func ExampleTimers_Set_invalidKey() {
+	timer, err := hashedwheel.New()
+	if err != nil {
+		panic(err)
+	}
+	defer timer.Stop()
+	readings, err := keyed.New(timer, func(float64, string) {})
+	if err != nil {
+		panic(err)
+	}
+	err = readings.Set(math.NaN(), "sensor 1", time.Minute)
+	fmt.Println(errors.Is(err, keyed.ErrInvalidKey), readings.Len())
+	// Output: true 0
 }
 
 // Session is an application's session.

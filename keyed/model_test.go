@@ -16,11 +16,12 @@ type modelEntry struct {
 	deadline time.Duration
 }
 
-// Random Set, Move, Remove, Get and Pending calls, with the fake clock
-// moved between them, checked against a plain map of deadlines: every
-// call answers as the map does, and after each move of the clock exactly
-// the due keys have expired, each once with its last value, none before
-// its deadline, and each by the end of the tick that covers it.
+// Random Set, Move, Reschedule, Remove, Get, Pending, All and Drain calls,
+// with the fake clock moved between them, checked against a plain map of
+// deadlines: every call answers as the map does, and after each move of
+// the clock exactly the due keys have expired, each once with its last
+// value, none before its deadline, and each by the end of the tick that
+// covers it.
 func TestModel(t *testing.T) {
 	for seed := range uint64(20) {
 		t.Run(fmt.Sprint("seed=", seed), func(t *testing.T) { runModel(t, seed) })
@@ -37,12 +38,12 @@ func runModel(t *testing.T, seed uint64) {
 		key := fmt.Sprint("k", r.IntN(12))
 		delay := time.Duration(r.IntN(200)-20) * time.Millisecond
 		at := now(fake)
-		switch op := r.IntN(12); {
+		switch op := r.IntN(14); {
 		case op < 4:
 			value++
 			require.NoError(t, set.Set(key, value, delay))
 			model[key] = modelEntry{value, at + max(delay, 0)}
-		case op < 6:
+		case op < 5:
 			v, ok := set.Move(key, delay)
 			m, want := model[key]
 			require.Equal(t, want, ok, "step %d: Move(%s)", step, key)
@@ -50,6 +51,16 @@ func runModel(t *testing.T, seed uint64) {
 				require.Equal(t, m.value, v)
 				model[key] = modelEntry{m.value, at + max(delay, 0)}
 			}
+		case op < 6:
+			v, err := set.Reschedule(key, delay)
+			m, want := model[key]
+			if !want {
+				require.ErrorIs(t, err, ErrNotFound, "step %d: Reschedule(%s)", step, key)
+				break
+			}
+			require.NoError(t, err, "step %d: Reschedule(%s)", step, key)
+			require.Equal(t, m.value, v)
+			model[key] = modelEntry{m.value, at + max(delay, 0)}
 		case op < 7:
 			v, ok := set.Remove(key)
 			m, want := model[key]
@@ -62,6 +73,23 @@ func runModel(t *testing.T, seed uint64) {
 			require.Equal(t, want, ok, "step %d: Get(%s)", step, key)
 			require.Equal(t, m.value, v)
 			require.Equal(t, want, set.Pending(key))
+		case op < 9:
+			listed := map[string]int{}
+			for k, v := range set.All() {
+				listed[k] = v
+			}
+			require.Len(t, listed, len(model), "step %d: All", step)
+			for k, m := range model {
+				require.Equal(t, m.value, listed[k], "step %d: All, %s", step, k)
+			}
+		case op < 10 && r.IntN(10) == 0:
+			drained := map[string]int{}
+			n := set.Drain(func(k string, v int) { drained[k] = v })
+			require.Equal(t, len(model), n, "step %d: Drain", step)
+			for k, m := range model {
+				require.Equal(t, m.value, drained[k], "step %d: Drain, %s", step, k)
+			}
+			clear(model)
 		default:
 			fake.Advance(time.Duration(1+r.IntN(30)) * time.Millisecond)
 			calls := rec.calls()

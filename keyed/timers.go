@@ -14,6 +14,15 @@ import (
 // ErrNilTimer is returned by New for a nil timer.
 var ErrNilTimer = errors.New("keyed: nil timer")
 
+// ErrInvalidKey is returned by Set for a key that is not equal to itself:
+// a float NaN, or an array, struct or interface value holding one. A map
+// never finds such a key again, so the set could neither move, remove nor
+// count it right.
+var ErrInvalidKey = errors.New("keyed: key is not equal to itself (it holds a NaN)")
+
+// ErrNotFound is returned by Reschedule for a key that is not in the set.
+var ErrNotFound = errors.New("keyed: key not in the set")
+
 // Timers is a set of keys, each with a value and a deadline on a hashedwheel
 // timer. When a key's deadline passes, the key leaves the set and the
 // expiry function given to New is called with the key and its value.
@@ -46,10 +55,23 @@ var ErrNilTimer = errors.New("keyed: nil timer")
 // Set returns the error, wrapped, and leaves the set as it was.
 //
 // After the timer's Stop, the keys in the set stay there and never expire:
-// Len counts them, Pending, Get and Remove find them, so that a program
-// shutting down can still take the values of the keys it knows. Set then
-// fails with an error wrapping hashedwheel.ErrStopped and changes nothing;
-// Move returns false.
+// Len counts them, Pending, Get and Remove find them, All lists them and
+// Drain takes them all out, so that a program shutting down can still take
+// every value; Entry gives the key and value of each timeout the timer's
+// Stop handed back. Set then fails with an error wrapping
+// hashedwheel.ErrStopped and changes nothing; Move returns false, and
+// Reschedule an error wrapping hashedwheel.ErrStopped for a key in the set
+// and ErrNotFound for one that is not.
+//
+// A key that is not equal to itself, a NaN, is refused by Set with
+// ErrInvalidKey. The set's memory follows its keys: once a shard holds
+// fewer than a quarter of the most keys it held, and that most was above
+// 256, its map is rebuilt for the keys it holds. A wave of keys that
+// expired or were removed thus leaves behind, per shard, a map of at most
+// 2 × 256 slots and 64 entries kept for reuse; there are 4 shards per
+// GOMAXPROCS when New is called, rounded up to a power of two, at least
+// 16. Each rebuild copies at most a quarter of the keys, after at least
+// three times as many left.
 type Timers[K comparable, V any] struct {
 	timer  hashedwheel.Timer
 	expire func(key K, value V)
@@ -114,14 +136,18 @@ func (t *Timers[K, V]) shardOf(key K) *shard[K, V] {
 // Set gives key the value and a deadline delay from now, as the timer
 // counts it: a zero or negative delay expires the key at the timer's next
 // tick. A key already in the set keeps its entry, with value and the new
-// deadline; its timeout is moved, which allocates nothing. A new key costs
-// the timer's timeout, and an entry unless one that left the set recently
-// is reused.
+// deadline; its timeout is moved, which allocates nothing, as in Move. A
+// new key costs the timer's timeout, and an entry unless one that left the
+// set recently is reused.
 //
 // Set fails, wrapping the timer's ErrTooManyPendingTimeouts or ErrStopped,
 // when the timer refuses a timeout; the set is then as it was: a new key
-// is not added, a key already there keeps its value and deadline.
+// is not added, a key already there keeps its value and deadline. It fails
+// with ErrInvalidKey, and adds nothing, for a key not equal to itself.
 func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
+	if key != key { // a NaN, alone or inside the key: no map finds it again
+		return fmt.Errorf("keyed: set: %w", ErrInvalidKey)
+	}
 	s := t.shardOf(key)
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok {
@@ -143,30 +169,52 @@ func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
 	// Under the lock: the expiry of timeout, however soon it fires, waits
 	// for it and then finds the entry current.
 	e.timeout = timeout
-	s.m[key] = e
+	s.link(e)
 	s.mu.Unlock()
 	return nil
 }
 
 // Move gives key a new deadline delay from now and returns its value and
 // true; the key then expires no earlier than the new deadline. Moving a
-// deadline allocates nothing. Move returns the zero value and false, and
-// changes nothing, when the key is not in the set or the timer is stopped;
-// and when the key's deadline has just passed and the timer, at the limit
-// of WithMaxPendingTimeouts, refuses the new timeout Move then needs: the
-// key then expires.
+// deadline allocates nothing: later, ever; earlier, while the timer's
+// worker takes the reports of deadlines moved earlier as they come, as it
+// does at each tick and every 4096 reports of a shard of the timer (a
+// backlog beyond 4096 between two of its passes costs a 1 KiB chunk per
+// 128, as the timer's Timeout.Reset does). Move returns the zero
+// value and false, and changes nothing, when the key is not in the set or
+// the timer is stopped; and when the key's deadline has just passed and
+// the timer, at the limit of WithMaxPendingTimeouts, refuses the new
+// timeout Move then needs: the key then expires. Reschedule does the same
+// and says which of these it met.
 func (t *Timers[K, V]) Move(key K, delay time.Duration) (V, bool) {
+	value, err := t.Reschedule(key, delay)
+	return value, err == nil
+}
+
+// Reschedule is Move with an error that says why the deadline did not
+// move: ErrNotFound when the key is not in the set, on a running timer or
+// a stopped one; an error wrapping hashedwheel.ErrStopped when the key is
+// in the set and the timer is stopped, so the key stays and never
+// expires; an error wrapping hashedwheel.ErrTooManyPendingTimeouts when
+// the key's deadline had just passed and the timer refused the new
+// timeout, so the key expires. On error the value is the zero value. On
+// success it returns the key's value and nil, as Move returns it and true.
+func (t *Timers[K, V]) Reschedule(key K, delay time.Duration) (V, error) {
+	var zero V
 	s := t.shardOf(key)
 	s.mu.Lock()
 	e, ok := s.m[key]
-	if !ok || s.rearm(e, delay) != nil {
+	if !ok {
 		s.mu.Unlock()
-		var zero V
-		return zero, false
+		return zero, ErrNotFound
+	}
+	if err := s.rearm(e, delay); err != nil {
+		s.mu.Unlock()
+		return zero, fmt.Errorf("keyed: move: %w", err)
 	}
 	value := e.value
 	s.mu.Unlock()
-	return value, true
+	return value, nil
 }
 
 // Remove takes key out of the set and returns its value and true: the

@@ -184,6 +184,34 @@ func TestPushAllocatesOnlyPerChunk(t *testing.T) {
 	assert.LessOrEqual(t, allocs, 2.0/chunkSize*2, "one chunk per chunkSize pushes")
 }
 
+// TestPushReusesTheChunkTheConsumerLeft: while the consumer keeps up, the
+// producers link the chunk it left last instead of a new one, so pushes
+// allocate nothing, counted over many chunks rather than rounded per push.
+func TestPushReusesTheChunkTheConsumerLeft(t *testing.T) {
+	q := New[int]()
+	v := new(int)
+	cycle := func() {
+		for range 3 * chunkSize {
+			q.Push(v)
+			q.Push(v)
+			q.Pop()
+			q.Pop()
+		}
+	}
+	cycle() // the queue has its chunks
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	for range 1000 {
+		cycle()
+	}
+	runtime.ReadMemStats(&after)
+	// A few allocations of the runtime's own may fall in the window; one
+	// chunk per chunkSize pushes would be 6000.
+	assert.Less(t, after.Mallocs-before.Mallocs, uint64(20), "allocations in %d pushes", 1000*6*chunkSize)
+	assert.True(t, q.Empty())
+}
+
 // TestPopKeepsNothingAlive: once popped, a value is not kept alive by the
 // queue, even while its chunk is still in use.
 func TestPopKeepsNothingAlive(t *testing.T) {
@@ -200,4 +228,60 @@ func TestPopKeepsNothingAlive(t *testing.T) {
 	runtime.GC()
 	assert.Nil(t, w.Value(), "the popped value is still reachable from the queue")
 	runtime.KeepAlive(q)
+}
+
+// TestProducersHoldingRetiredChunks: producers that stop between loading
+// the tail chunk and claiming their index, while a consumer close behind
+// them retires and reuses chunks, still put every value in its place:
+// nothing lost, duplicated or out of a producer's order.
+func TestProducersHoldingRetiredChunks(t *testing.T) {
+	const producers = 6
+	perProducer := 30_000
+	if testing.Short() {
+		perProducer = 3_000
+	}
+	type item struct{ producer, seq int }
+	q := New[item]()
+	wait := racetest.Run(producers, perProducer, func(p, i int) {
+		q.Push(&item{p, i})
+		if (i+p)%5 == 0 {
+			runtime.Gosched()
+		}
+	})
+	next := make([]int, producers)
+	for got := 0; got < producers*perProducer; {
+		v, ok := q.Pop()
+		if !ok {
+			continue // spin: stay close behind the producers
+		}
+		require.Equal(t, next[v.producer], v.seq, "producer %d out of order", v.producer)
+		next[v.producer]++
+		got++
+	}
+	wait()
+	assert.True(t, q.Empty())
+	assert.Equal(t, uint64(producers*perProducer), q.Pushed())
+}
+
+// TestAProducerHoldingARetiredChunkFindsItsOwn: a producer that loaded the
+// tail chunk, then stopped while the consumer left that chunk, which was
+// kept for reuse and then reused for later indexes, puts its value in its
+// own place, popped in order.
+func TestAProducerHoldingARetiredChunkFindsItsOwn(t *testing.T) {
+	for _, lap := range []int{1, 2, 3, 10} { // chunks the queue moves on meanwhile
+		q := New[int]()
+		stale := q.tailChunk.Load()
+		for i := range lap*chunkSize + 1 { // the consumer leaves the stale chunk
+			q.Push(ptr(i))
+			got, ok := q.Pop()
+			require.True(t, ok)
+			require.Equal(t, i, *got)
+		}
+		require.NotEqual(t, uint64(0), stale.base.Load(), "the chunk was not retired")
+		index, ok := q.push(stale, ptr(lap))
+		require.True(t, ok)
+		assert.Equal(t, uint64(lap*chunkSize+1), index)
+		q.Push(ptr(-2))
+		assert.Equal(t, []int{lap, -2}, popAll(q), "lap %d", lap)
+	}
 }
