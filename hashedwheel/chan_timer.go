@@ -77,7 +77,7 @@ func (s *chanSender) disarm() (active bool) {
 
 // arm makes the current arming a new timeout of the timer, due after
 // delay, repeating every period nanoseconds if period is positive. The
-// caller holds mu, and cur is nil.
+// caller holds mu, which the timeout's runs wait for, and cur is nil.
 func (s *chanSender) arm(delay time.Duration, period int64) error {
 	t, err := s.h.schedule(s, delay, period)
 	if err != nil {
@@ -101,6 +101,8 @@ func errNotMade(what string) error {
 func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 	c := make(chan time.Time, 1)
 	t := &ChanTimer{C: c, s: chanSender{h: h, c: c}}
+	t.s.mu.Lock() // the run may come before arm has set cur
+	defer t.s.mu.Unlock()
 	if err := t.s.arm(delay, 0); err != nil {
 		return nil, err
 	}

@@ -33,6 +33,8 @@ type Ticker struct {
 func (h *HashedWheelTimer) NewTicker(period time.Duration) (*Ticker, error) {
 	c := make(chan time.Time, 1)
 	t := &Ticker{C: c, s: chanSender{h: h, c: c}}
+	t.s.mu.Lock() // the run may come before arm has set cur
+	defer t.s.mu.Unlock()
 	if err := t.s.armTicker("NewTicker", period); err != nil {
 		return nil, err
 	}
@@ -67,7 +69,7 @@ func (t *Ticker) Reset(period time.Duration) error {
 }
 
 // armTicker checks period as Every does, naming the call, and arms s with
-// it. The caller holds mu, if s is shared, and cur is nil.
+// it. The caller holds mu, and cur is nil.
 func (s *chanSender) armTicker(call string, period time.Duration) error {
 	if period <= 0 {
 		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
