@@ -17,7 +17,7 @@ import (
 //
 // A Ticker holds one pending timeout of the timer until Stop, or the
 // timer's Stop, even if nothing refers to it any more, where Go 1.23
-// collects an unreferenced time.Ticker: about 400 bytes, and a run on
+// collects an unreferenced time.Ticker: about 250 bytes, and a run on
 // every period. Stop every Ticker, as before Go 1.23.
 type Ticker struct {
 	C <-chan time.Time
