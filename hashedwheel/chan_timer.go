@@ -19,7 +19,8 @@ import (
 // A ChanTimer that is neither stopped nor fired holds one pending timeout
 // of the timer, and with it the ChanTimer and C, until its deadline, even
 // if nothing refers to it any more, as time.AfterFunc's timer does: about
-// 250 bytes each, the B/op of BenchmarkNewTimerStop. Stop one that is no longer needed, as before Go 1.23.
+// 250 bytes each, the B/op of BenchmarkNewTimerStop. Stop one that is no
+// longer needed, as before Go 1.23.
 type ChanTimer struct {
 	C <-chan time.Time
 	s chanSender
