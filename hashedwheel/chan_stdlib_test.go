@@ -877,7 +877,7 @@ func TestStdlibDifferenceChannelHoldsOneValue(t *testing.T) {
 // where the time package's panic, and for one below the tick; a
 // ChanTimer's or Ticker's Reset returns an error once the timer is
 // stopped, leaving it stopped, where time's Reset always re-arms; and
-// After on a stopped timer is time.After. Nothing panics: a ChanTimer or
+// After on a stopped timer returns a closed channel. Nothing panics: a ChanTimer or
 // Ticker made as a literal stops and reports on Reset that no timer
 // drives it.
 func TestStdlibDifferenceChannelTimersReportErrors(t *testing.T) {
@@ -910,7 +910,15 @@ func TestStdlibDifferenceChannelTimersReportErrors(t *testing.T) {
 	assert.ErrorIs(t, err, ErrStopped)
 	_, err = h.NewTicker(testTick)
 	assert.ErrorIs(t, err, ErrStopped)
-	recvWithin(t, h.After(time.Millisecond), 10*time.Second, "After on a stopped timer, on the runtime's clock")
+	rejected := h.Stats().RejectedStopped
+	select {
+	case v, ok := <-h.After(time.Hour):
+		assert.False(t, ok, "After on a stopped timer: a closed channel")
+		assert.True(t, v.IsZero())
+	default:
+		t.Error("After on a stopped timer blocks")
+	}
+	assert.Equal(t, rejected+1, h.Stats().RejectedStopped, "the refusal is counted")
 
 	require.NotPanics(t, func() {
 		var zt ChanTimer

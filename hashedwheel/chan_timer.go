@@ -114,17 +114,28 @@ func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 // channel, like time.After: it is NewTimer(delay).C. The timer holds the
 // channel until then, even if nothing receives from it (see ChanTimer):
 // in a loop whose other cases win, use NewTimer and Stop, or Reset one
-// ChanTimer. While the timer is stopped, or at its WithMaxPendingTimeouts
-// limit, After returns time.After(delay) instead, whose deadline a runtime
-// timer keeps on the runtime's clock, as WithDeadline falls back to
-// context.WithDeadline.
+// ChanTimer.
+//
+// While the timer is stopped, or at its WithMaxPendingTimeouts limit,
+// After returns a closed channel: a receive completes at once with the
+// zero time and ok false, so a select's timeout case wins and nothing
+// waits forever, nor on another clock than the timer's. Stats counts the
+// refusal in RejectedStopped or RejectedFull; NewTimer returns it as an
+// error.
 func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
 	t, err := h.NewTimer(delay)
 	if err != nil {
-		return time.After(delay)
+		return closedTimeChan
 	}
 	return t.C
 }
+
+// closedTimeChan is After's channel when the timer refuses it.
+var closedTimeChan = func() chan time.Time {
+	c := make(chan time.Time)
+	close(c)
+	return c
+}()
 
 // Stop prevents the ChanTimer from sending, like time.Timer.Stop: once it
 // returns, no receive from C gets a time, until a Reset. It returns true
