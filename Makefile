@@ -53,7 +53,7 @@ bench: bench-core
 
 ## bench-core: the core's Go benchmarks; ratios to time.AfterFunc from the same run.
 bench-core:
-	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel|MiddlewareChain|WithTimeoutChild' -benchmem -count 5 ./hashedwheel
+	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel|MiddlewareChain|WithTimeoutChild|NewTimerStop|NewTickerStop|ChanTimerReset|HTTPClientChain' -benchmem -count 5 ./hashedwheel
 	$(GO) test -run '^$$' -bench 'ExpiryStorm$$|AfterFuncStorm|SlowTasks|Memory' -benchtime 5x -count 1 ./hashedwheel
 	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x -count 1 ./hashedwheel
 	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./mpsc

@@ -30,7 +30,7 @@ var layers = [][]string{
 	{"worker.go"},
 	{"options.go", "stats.go"},
 	{"hashed_wheel_timer.go"},
-	{"every.go", "schedule.go", "stop.go", "context_afterfunc.go"},
+	{"every.go", "schedule.go", "stop.go", "context_afterfunc.go", "chan_timer.go", "ticker.go"},
 	{"context.go"},
 }
 

@@ -105,6 +105,11 @@ type Interface interface {
 	StopContext(ctx context.Context) ([]Timeout, error)
 	PendingTimeouts() int64
 	Stats() Stats
+	// NewTimer, After and NewTicker are HashedWheelTimer's channel
+	// timers, time.NewTimer, time.After and time.NewTicker on the wheel.
+	NewTimer(delay time.Duration) (*ChanTimer, error)
+	After(delay time.Duration) <-chan time.Time
+	NewTicker(period time.Duration) (*Ticker, error)
 }
 
 // Scheduler gives the times at which ScheduleFunc runs a function. Next
