@@ -11,7 +11,7 @@
 // starts a few drain functions, twice as many as the machine has
 // processors, which is enough for short tasks. Once they have all started
 // and tasks wait, the list watches itself on a runtime timer, every
-// growInterval: while its drain functions are held by slow tasks it
+// GrowInterval: while its drain functions are held by slow tasks it
 // starts in one step a drain function for every slow task it expects, up
 // to the executor's size, so that slow tasks start within milliseconds
 // whatever their number. The watch runs on no goroutine of the caller's,

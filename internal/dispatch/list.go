@@ -35,13 +35,24 @@ func (l *list[T]) unstarted() int64 {
 	return n
 }
 
-// start hands n more drain functions of l to the executor.
+// start hands n more drain functions of l to the executor, counted
+// first, so that the last to start sees them all. An Execute that ends
+// the calling goroutine with runtime.Goexit (the function it was given
+// then runs on a goroutine of its own) leaves none counted that was never
+// handed over.
 func (l *list[T]) start(n int) {
 	if n <= 0 {
 		return
 	}
 	l.drainers.Add(int64(n))
-	for range n {
+	handed := 0
+	defer func() {
+		if handed < n {
+			l.drainers.Add(-int64(n - handed - 1))
+			l.watch() // those handed over may all have started meanwhile
+		}
+	}()
+	for ; handed < n; handed++ {
 		l.execute()
 	}
 }

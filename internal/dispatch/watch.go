@@ -40,6 +40,7 @@ func (l *list[T]) mayGrow() bool {
 // slow tasks. Drain functions that keep starting short tasks gain nothing
 // from company. Then it arms the next check, if growing can still help.
 func (l *list[T]) grow() {
+	defer l.rearm() // also if an Execute ends this goroutine with runtime.Goexit
 	if unstarted := l.unstarted(); unstarted > 0 && l.mayGrow() {
 		drainers := l.drainers.Load()
 		started := int64(len(l.tasks)) - unstarted
@@ -47,8 +48,12 @@ func (l *list[T]) grow() {
 			l.start(int(min(moreDrainers(drainers, started, unstarted), int64(l.d.cfg.Parallelism)-drainers, unstarted)))
 		}
 	}
-	// Released before the look again: a drain function that started
-	// meanwhile found watching held and left the arming to this check.
+}
+
+// rearm ends a check and arms the next if growing can still help. It lets
+// go of watching before it looks: a drain function that started meanwhile
+// found watching held and left the arming to the check.
+func (l *list[T]) rearm() {
 	l.watching.Store(false)
 	l.watch()
 }

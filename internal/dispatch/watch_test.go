@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -86,10 +87,9 @@ func (h *heldTasks) awaitStarts(tb testing.TB, k int64) {
 // started, the list arms one check. While more tasks started since the
 // last check than there are drain functions, a check starts none and arms
 // the next; once the drain functions are held, one check starts a drain
-// function for every task expected to be slow, up to the executor's size,
-// and arms none while they wait to start; once they have, none is armed
-// either: at the executor's size, or with every task started, growing
-// cannot help.
+// function for every task expected to be slow, up to the executor's size;
+// once they have started, none is armed: at the executor's size, or with
+// every task started, growing cannot help.
 func TestAListGrowsWhileItsDrainFunctionsAreHeld(t *testing.T) {
 	for _, room := range []int64{1, 2} { // the executor's room, in halves of the tasks
 		t.Run(fmt.Sprintf("room for %d/2 of the tasks", room), func(t *testing.T) {
@@ -114,9 +114,10 @@ func TestAListGrowsWhileItsDrainFunctionsAreHeld(t *testing.T) {
 			after.fire(t) // none started since the last check
 			want := min(parallelism, n-drainers)
 			require.Equal(t, want, exec.calls.Load(), "one check starts a drain function per slow task expected, up to the executor's size")
-			assert.Empty(t, after.take(), "no check armed while drain functions wait to start")
 			tasks.awaitStarts(t, want-drainers)
-			for _, check := range after.take() { // armed by a drain function as it started the last task
+			// A check armed as the last drain function started, before it
+			// claimed the last task, finds nothing to do.
+			for _, check := range after.take() {
 				check()
 			}
 			assert.Empty(t, after.take(), "no check armed at the executor's size, nor with every task started")
@@ -168,4 +169,52 @@ func TestAListWaitingForTheExecutorArmsNoCheck(t *testing.T) {
 		}
 		closeAndWaitIdle(t, d)
 	})
+}
+
+// goexitOnceExecutor ends the goroutine of its first caller with
+// runtime.Goexit, before it runs anything; then it starts a goroutine per
+// function.
+type goexitOnceExecutor struct{ calls atomic.Int64 }
+
+func (e *goexitOnceExecutor) Execute(f func()) error {
+	if e.calls.Add(1) == 1 {
+		runtime.Goexit()
+	}
+	go f()
+	return nil
+}
+
+// TestAnExecuteEndingItsGoroutineLeavesTheListGrowing: an Execute that
+// ends the dispatching goroutine with runtime.Goexit hands over one drain
+// function, which then runs on a goroutine of its own, and leaves none
+// counted that never started: the list still grows, and tasks that wait
+// for each other all start.
+func TestAnExecuteEndingItsGoroutineLeavesTheListGrowing(t *testing.T) {
+	n := 4*runtime.GOMAXPROCS(0) + 8
+	var arrived atomic.Int64
+	all, abort := make(chan struct{}), make(chan struct{})
+	d := dispatch.New(dispatch.Config[int]{Executor: &goexitOnceExecutor{}, Parallelism: n, Run: func(int) {
+		if arrived.Add(1) == int64(n) {
+			close(all)
+		}
+		select {
+		case <-all:
+		case <-abort:
+		}
+	}})
+	dispatched := make(chan struct{})
+	go func() {
+		defer close(dispatched)
+		d.Dispatch(sequence(n))
+	}()
+	<-dispatched
+	select {
+	case <-all:
+	case <-time.After(waitBound):
+		got := arrived.Load()
+		close(abort)
+		closeAndWaitIdle(t, d)
+		require.Fail(t, "tasks due together did not all start", "%d of %d", got, n)
+	}
+	closeAndWaitIdle(t, d)
 }
