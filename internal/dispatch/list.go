@@ -13,7 +13,7 @@ type list[T any] struct {
 	tasks    []T
 	drain    func()                // drainMarked(l), made once: a closure allocates
 	drainers atomic.Int64          // drain functions handed to the executor
-	entered  atomic.Int64          // drain functions running: started, not ended by a Goexit
+	working  atomic.Int64          // drain functions that have started a task, not ended by a Goexit
 	next     atomic.Int64          // index of the first unclaimed task
 	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
 	finished atomic.Int64          // tasks that have returned
@@ -71,12 +71,8 @@ func (l *list[T]) execute() {
 // were short; then it steals the tasks that other drain functions claimed
 // and have not started, so that a slow task holds up no task claimed with
 // it. It yields its processor every yieldEvery. A task that calls
-// runtime.Goexit ends the drain function: another one takes over. The
-// last of the list's drain functions to start arms its watch.
+// runtime.Goexit ends the drain function: another one takes over.
 func (l *list[T]) run() {
-	if l.entered.Add(1) >= l.drainers.Load() {
-		l.watch()
-	}
 	r := drainer[T]{l: l, began: monotonic()}
 	r.yielded = r.began
 	defer r.finish()
@@ -161,8 +157,13 @@ func (r *drainer[T]) steal() {
 	}
 }
 
-// runTask runs task i, which this drain function alone has started.
+// runTask runs task i, which this drain function alone has started. The
+// last of the list's drain functions to start its first task arms the
+// list's watch: one still waiting for a processor is held by no task.
 func (r *drainer[T]) runTask(i int64) {
+	if r.ran == 0 && r.l.working.Add(1) >= r.l.drainers.Load() {
+		r.l.watch()
+	}
 	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
 	l := r.l
 	l.d.cfg.Run(l.tasks[i])
@@ -192,7 +193,7 @@ func (r *drainer[T]) finish() {
 		if r.own != nil && r.own.word.Load() == claiming {
 			r.own.set(0, 0)
 		}
-		l.entered.Add(-1) // its successor, counted in drainers already, has yet to start
+		l.working.Add(-1) // its successor, counted in drainers already, has yet to start
 		go l.execute()
 	}
 	if r.ran == 0 {

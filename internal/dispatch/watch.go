@@ -1,19 +1,20 @@
 package dispatch
 
 // A list grows itself: once every drain function handed to the executor
-// has started and tasks wait unstarted, it arms a check on Config.After,
-// which runs every GrowInterval while growing can help and starts more
-// drain functions while those it has are held by slow tasks. The check
-// runs on a goroutine of its own, so nothing the dispatching goroutine
-// does (a slow Cancelled hook, a fake clock that stands still) holds up
-// growth. It is not armed while a drain function waits for the executor:
-// that one, once it starts, arms it; nor once the list has as many drain
-// functions as the executor's size, or every task has started: then
-// nothing a check could do would change anything.
+// has started a task and tasks wait unstarted, it arms a check on
+// Config.After, which runs every GrowInterval while growing can help and
+// starts more drain functions while those it has are held by slow tasks.
+// The check runs on a goroutine of its own, so nothing the dispatching
+// goroutine does (a slow Cancelled hook, a fake clock that stands still)
+// holds up growth. It is not armed while a drain function waits for the
+// executor or a processor: that one, once it starts a task, arms it; nor
+// once the list has as many drain functions as the executor's size, or
+// every task has started: then nothing a check could do would change
+// anything.
 
 // watch arms the list's check, unless one is armed or growing cannot
-// help. The caller has just started a drain function, or dispatched the
-// list.
+// help. The caller has just started a drain function's first task, or
+// fewer drain functions than it counted.
 func (l *list[T]) watch() {
 	if !l.mayGrow() || !l.watching.CompareAndSwap(false, true) {
 		return
@@ -28,11 +29,11 @@ func (l *list[T]) watch() {
 
 // mayGrow reports whether more drain functions could start tasks: some
 // tasks have not started, the list has fewer drain functions than the
-// executor's size, and every one of them has started, none waiting for the
-// executor.
+// executor's size, and every one of them has started a task, none waiting
+// for the executor or a processor.
 func (l *list[T]) mayGrow() bool {
 	drainers := l.drainers.Load()
-	return drainers < int64(l.d.cfg.Parallelism) && l.entered.Load() >= drainers && l.unstarted() > 0
+	return drainers < int64(l.d.cfg.Parallelism) && l.working.Load() >= drainers && l.unstarted() > 0
 }
 
 // grow is the check: it adds drain functions if fewer tasks started since
