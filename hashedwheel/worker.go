@@ -106,7 +106,6 @@ func (w *worker) loop() {
 		w.dispatchExpired(now)
 		w.runCancelledHooks()
 		w.trimAfterStorm(now)
-		w.dispatcher.Grow()
 		if woken || cancelled || transferred || expired {
 			w.lastActive = w.wheel.tickOf(now) // linger: more may come
 		}
@@ -134,11 +133,6 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 		until := wh.endOf(max(wh.tick, wh.earliest))
 		if lingering {
 			until = wh.endOf(w.nextTick(now))
-		}
-		if w.dispatcher.Waiting() {
-			// Tasks wait for a pool goroutine: grow the dispatch soon.
-			until = min(until, now+int64(dispatch.GrowInterval))
-			lingering = true
 		}
 		if lingering {
 			h.sleeper.Sleep(instant(h.startNanos, until))

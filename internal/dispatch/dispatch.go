@@ -9,11 +9,16 @@
 // them, and claims again until none is left, then steals, one at a time,
 // the tasks other drain functions claimed and have not started. A dispatch
 // starts a few drain functions, twice as many as the machine has
-// processors, which is enough for short tasks; while tasks of a list wait
-// behind slow ones, Grow, which the dispatching goroutine calls every
-// millisecond or so, starts in one step a drain function for every slow
-// task it expects, up to the executor's size, so that slow tasks start
-// within milliseconds whatever their number. A drain function claims one
+// processors, which is enough for short tasks. Once they have all started
+// and tasks wait, the list watches itself on a runtime timer, every
+// GrowInterval: while its drain functions are held by slow tasks it
+// starts in one step a drain function for every slow task it expects, up
+// to the executor's size, so that slow tasks start within milliseconds
+// whatever their number. The watch runs on no goroutine of the caller's,
+// so a dispatching goroutine held up, or a clock.Fake standing still,
+// delays no growth; and it is armed only while growing can help, so a
+// dispatch waiting for the executor's goroutines costs nothing until one
+// frees up and a drain function starts. A drain function claims one
 // task at a time while tasks take long, and doubles its claim, up to
 // maxClaim, while they are short, so that a storm of short tasks does not
 // pay a contended atomic operation per task; what it claimed and has not
@@ -44,14 +49,19 @@ type Config[T any] struct {
 	// Parallelism is the most drain functions one dispatch hands to the
 	// executor: the executor's size. At least 1.
 	Parallelism int
-	// Refused is called, on the dispatching goroutine, when the executor
-	// refuses a drain function or panics in Execute; the function then
-	// runs on a goroutine of its own, so that no task is lost.
+	// Refused is called, on the goroutine that hands a drain function to
+	// the executor (the dispatching goroutine, a list's watch, or one
+	// taking over from a task that called runtime.Goexit), when the
+	// executor refuses it or panics in Execute; the function then runs
+	// on a goroutine of its own, so that no task is lost. It must be safe
+	// for concurrent use.
 	Refused func(err error)
-	// Now returns nanoseconds on a monotonic clock, as clock.Clock's
-	// Nanotime does; Grow measures its intervals with it. Nil means the
-	// runtime's.
-	Now func() int64
+	// After calls f on a goroutine of its own once d has passed; a list
+	// watches its drain functions with it. Nil means time.AfterFunc, on
+	// the runtime's clock whatever clock the caller keeps, so that growth
+	// never waits for a fake clock to move. Tests give their own, to fire
+	// the watch by hand.
+	After func(d time.Duration, f func())
 	// Started and Finished, if set, are told of the tasks dispatched and
 	// of those that returned, n at a time (clock.WorkTracker).
 	Started, Finished func(n int)
@@ -82,13 +92,9 @@ const yieldEvery = 100 * time.Microsecond
 // starts with.
 const startDrainersPerCPU = 2
 
-// GrowInterval is how often the dispatching goroutine should call Grow
-// while Waiting reports tasks waiting for a drain function.
+// GrowInterval is how often a list whose tasks wait for a drain function
+// checks whether its drain functions are held by slow tasks.
 const GrowInterval = 250 * time.Microsecond
-
-// minMeasure is the shortest time over which Grow measures claims: a
-// goroutine that calls Grow every GrowInterval may wake a little early.
-const minMeasure = GrowInterval / 2
 
 // Dispatcher runs due tasks on an executor and tracks them until they
 // return. Dispatch may be called from one goroutine at a time; the other
@@ -103,11 +109,8 @@ type Dispatcher[T any] struct {
 	mu   sync.Mutex
 	free [][]T // emptied task lists, for the caller's next batches
 
-	// The dispatching goroutine's: the lists that had unclaimed tasks, and
-	// when Grow last measured their claims; the tasks of an inline
-	// dispatch, of which inline[inlineNext:] have yet to run.
-	waiting    []*list[T]
-	measured   int64
+	// The dispatching goroutine's: the tasks of an inline dispatch, of
+	// which inline[inlineNext:] have yet to run.
 	inline     []T
 	inlineNext int
 }
@@ -118,10 +121,10 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 	if cfg.Refused == nil {
 		cfg.Refused = func(error) {}
 	}
-	if cfg.Now == nil {
-		cfg.Now = monotonic
+	if cfg.After == nil {
+		cfg.After = afterFunc
 	}
-	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{}), measured: cfg.Now()}
+	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
 }
 
 // Inline reports whether tasks run on the dispatching goroutine.
@@ -178,65 +181,11 @@ func (d *Dispatcher[T]) dispatchList(tasks []T) {
 	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
 	clear(tasks)
 	l.drain = func() { drainMarked(l) }
-	d.waiting = append(d.waiting, l) // first: Grow finds it even if Execute ends this goroutine
 	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
 }
 
-// Grow adds drain functions, up to the executor's size, to each dispatch
-// whose tasks wait: some have not started, every drain function
-// has started, and fewer tasks started in the last GrowInterval than it
-// has drain functions, which are then held by slow tasks. Drain functions
-// that keep starting short tasks gain nothing from company, nor do those
-// still waiting for a processor. It measures over at least half a
-// GrowInterval, so that calls made back to back, as by a dispatching
-// goroutine catching up, measure nothing. It reports whether any dispatch
-// has tasks waiting. The dispatching goroutine calls it, every
-// GrowInterval while it reports true.
-func (d *Dispatcher[T]) Grow() (waiting bool) {
-	now := d.cfg.Now()
-	measure := now-d.measured >= int64(minMeasure)
-	if measure {
-		d.measured = now
-	}
-	kept := d.waiting[:0]
-	for _, l := range d.waiting {
-		unstarted := l.unstarted()
-		if unstarted <= 0 {
-			continue
-		}
-		kept = append(kept, l)
-		if !measure {
-			continue
-		}
-		started := int64(len(l.tasks)) - unstarted
-		progress := started - l.startedAtGrow
-		l.startedAtGrow = started
-		if !l.seen { // dispatched since the last measure: give it time to start
-			l.seen = true
-		} else if drainers := l.drainers.Load(); progress < drainers && l.entered.Load() >= drainers {
-			l.start(int(min(moreDrainers(drainers, started, unstarted), int64(d.cfg.Parallelism)-drainers, unstarted)))
-		}
-	}
-	clear(d.waiting[len(kept):])
-	d.waiting = kept
-	return len(kept) > 0
-}
-
-// moreDrainers returns how many drain functions to add to a list whose
-// drainers, every one started, are held by slow tasks: one for each slow
-// task expected among the unstarted ones, at the rate seen among those
-// started, and as many again as it has, for the short ones. So a list
-// grows in one step, not by doubling once per GrowInterval.
-func moreDrainers(drainers, started, unstarted int64) int64 {
-	if started <= 0 {
-		return drainers
-	}
-	return (drainers*unstarted+started-1)/started + drainers
-}
-
-// Waiting reports whether a dispatch had tasks unclaimed at the last Grow
-// or Dispatch.
-func (d *Dispatcher[T]) Waiting() bool { return len(d.waiting) > 0 }
+// afterFunc is Config.After's default: time.AfterFunc.
+func afterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
 
 // safeExecute hands f to e, turning a panic into an error. An Execute that
 // calls runtime.Goexit ends the calling goroutine: f then runs on a

@@ -1,8 +1,10 @@
 package dispatch_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -11,16 +13,16 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.uber.org/goleak"
 
-	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
+	"github.com/wheeltimer/wheeltimer/internal/leaktest"
+	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // TestMain fails the package if a test leaves a drain function running.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	leaktest.VerifyTestMain(m)
 }
 
 // waitBound bounds every wait for work on other goroutines: far more than
@@ -218,168 +220,6 @@ func TestEveryTaskRunsOnceOnAFaultyExecutor(t *testing.T) {
 	}
 }
 
-// TestGrowStartsADrainFunctionForEverySlowTaskExpected: tasks that block
-// until released, on an executor with room for a given number. A dispatch
-// starts fewer drain functions than there are tasks, each held by a slow
-// task; Grow within the first interval starts none, then, once an interval
-// shows the drain functions held, one Grow starts a drain function for
-// every task expected to be slow at the rate seen so far, here all, up to
-// the executor's size; then Grow and Waiting report that nothing waits
-// unless the executor is full.
-func TestGrowStartsADrainFunctionForEverySlowTaskExpected(t *testing.T) {
-	for _, room := range []int64{1, 2} { // the executor's room, in halves of the tasks
-		t.Run(fmt.Sprintf("room for %d/2 of the tasks", room), func(t *testing.T) {
-			n := int64(8 * runtime.GOMAXPROCS(0))
-			parallelism := n * room / 2
-			exec := &goExecutor{}
-			started := make(chan struct{}, n)
-			release := make(chan struct{})
-			fake := clock.NewFake(time.Now())
-			d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: int(parallelism), Now: fake.Nanotime,
-				Run: func(int) {
-					started <- struct{}{}
-					<-release
-				}})
-			// Each drain function claims one task and is held by it: wait for k
-			// of them, so that what Grow sees does not depend on scheduling.
-			awaitStarts := func(k int64) {
-				t.Helper()
-				for i := int64(0); i < k; i++ {
-					select {
-					case <-started:
-					case <-time.After(waitBound):
-						require.Fail(t, fmt.Sprintf("%d of %d drain functions started their task", i, k))
-					}
-				}
-			}
-			d.Dispatch(sequence(int(n)))
-			drainers := exec.calls.Load()
-			require.Less(t, drainers, parallelism, "a dispatch starts fewer drain functions than the executor's size")
-			awaitStarts(drainers)
-			require.True(t, d.Waiting(), "tasks wait unstarted")
-			fake.Jump(dispatch.GrowInterval)
-			require.True(t, d.Grow(), "tasks wait unstarted")
-			require.Equal(t, drainers, exec.calls.Load(), "the first Grow gives a new dispatch time to start")
-			require.True(t, d.Grow(), "tasks wait unstarted")
-			require.Equal(t, drainers, exec.calls.Load(), "a Grow within the interval starts none")
-
-			fake.Jump(dispatch.GrowInterval)
-			d.Grow()
-			require.Equal(t, parallelism, exec.calls.Load(), "one Grow starts a drain function per slow task expected, up to the executor's size")
-			awaitStarts(parallelism - drainers)
-			fake.Jump(dispatch.GrowInterval)
-			assert.Equal(t, parallelism < n, d.Grow(), "tasks wait only if the executor is full")
-			assert.Equal(t, parallelism < n, d.Waiting(), "tasks wait only if the executor is full")
-			assert.Equal(t, parallelism, exec.calls.Load(), "no more drain functions than the executor's size")
-			close(release)
-			closeAndWaitIdle(t, d)
-		})
-	}
-}
-
-// TestSlowTasksGrowBesideShortOnes: a dispatch whose drain functions are
-// held by slow tasks grows although a newer dispatch had thousands of
-// short tasks claimed in the same interval: claims elsewhere do not help
-// the tasks that wait behind the slow ones.
-func TestSlowTasksGrowBesideShortOnes(t *testing.T) {
-	const short = 10_000
-	exec := &goExecutor{}
-	slow := 4 * runtime.GOMAXPROCS(0)
-	started, release := make(chan struct{}, slow), make(chan struct{})
-	var shortDone sync.WaitGroup
-	shortDone.Add(short)
-	fake := clock.NewFake(time.Now())
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1024, Now: fake.Nanotime, Run: func(task int) {
-		if task > slow {
-			shortDone.Done()
-			return
-		}
-		started <- struct{}{}
-		<-release
-	}})
-	d.Dispatch(sequence(slow))
-	drainers := exec.calls.Load()
-	require.Less(t, drainers, int64(slow), "a dispatch starts fewer drain functions than it has tasks")
-	for range drainers {
-		<-started // each drain function is held by a slow task
-	}
-	fake.Jump(dispatch.GrowInterval)
-	require.True(t, d.Grow(), "slow tasks wait unclaimed")
-
-	tasks := sequence(short)
-	for i := range tasks {
-		tasks[i] += slow
-	}
-	d.Dispatch(tasks)
-	shortDone.Wait() // thousands of claims in this interval, none of the slow dispatch's
-	calls := exec.calls.Load()
-	fake.Jump(dispatch.GrowInterval)
-	require.True(t, d.Grow(), "slow tasks wait unclaimed")
-	assert.Equal(t, calls+drainers, exec.calls.Load(), "the slow dispatch's drain functions doubled")
-
-	close(release)
-	closeAndWaitIdle(t, d)
-}
-
-// TestShortTasksDoNotMakeItGrow: a drain function that keeps claiming
-// short tasks needs no company, nor do drain functions that have yet to
-// start, waiting for a processor. While one drain function has claimed
-// more tasks in the interval than its dispatch has drain functions, and
-// those of a newer dispatch have not started, Grow starts none, though
-// tasks of both wait unclaimed.
-func TestShortTasksDoNotMakeItGrow(t *testing.T) {
-	const n, newer = 10_000, 100
-	exec := &queueExecutor{}
-	var ran atomic.Int64
-	var gate int // the task that holds its drain function, set before any runs
-	reached, release := make(chan struct{}), make(chan struct{})
-	fake := clock.NewFake(time.Now())
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Now: fake.Nanotime, Run: func(task int) {
-		ran.Add(1)
-		if task == gate {
-			close(reached)
-			<-release
-		}
-	}})
-	d.Dispatch(sequence(n))
-	first := exec.queued[0] // a drain function of the first dispatch
-	later := sequence(newer)
-	for i := range later {
-		later[i] += n // not the gate
-	}
-	d.Dispatch(later)
-	drainers := len(exec.queued)
-	gate = 2 * drainers // short tasks claimed before it: more than there are drain functions
-	require.Less(t, gate+100, n, "tasks are left unclaimed when the gate is reached")
-	fake.Jump(dispatch.GrowInterval)
-	require.True(t, d.Grow(), "tasks wait unclaimed")
-
-	drained := make(chan struct{})
-	go func() {
-		defer close(drained)
-		first() // runs the first dispatch's short tasks up to the gate
-	}()
-	<-reached
-	fake.Jump(dispatch.GrowInterval)
-	assert.True(t, d.Grow(), "tasks still wait unclaimed")
-	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
-
-	close(release)
-	<-drained
-	assert.Equal(t, int64(n), ran.Load(), "one drain function ran every task of its dispatch")
-	fake.Jump(dispatch.GrowInterval)
-	assert.True(t, d.Grow(), "the newer dispatch's tasks wait unclaimed")
-	assert.Len(t, exec.queued, drainers, "Grow started a drain function")
-	for _, f := range exec.queued {
-		f() // the newer dispatch's run its tasks; the others find nothing left
-	}
-	assert.Equal(t, int64(n+newer), ran.Load())
-	fake.Jump(dispatch.GrowInterval)
-	assert.False(t, d.Grow(), "nothing waits")
-	assert.False(t, d.Waiting(), "nothing waits")
-	closeAndWaitIdle(t, d)
-}
-
 // TestCalledFromTask: CalledFromTask is true inside a task that a drain
 // function runs on an executor, and false on the test's goroutine.
 func TestCalledFromTask(t *testing.T) {
@@ -396,27 +236,6 @@ func TestCalledFromTask(t *testing.T) {
 		require.Fail(t, "the task never ran")
 	}
 	closeAndWaitIdle(t, d)
-}
-
-// dispatchAndGrow dispatches tasks, then calls Grow every GrowInterval,
-// as a dispatching goroutine does, until stop is closed.
-func dispatchAndGrow(d *dispatch.Dispatcher[int], tasks []int, stop <-chan struct{}) (done <-chan struct{}) {
-	finished := make(chan struct{})
-	go func() {
-		defer close(finished)
-		d.Dispatch(tasks)
-		tick := time.NewTicker(dispatch.GrowInterval)
-		defer tick.Stop()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-tick.C:
-				d.Grow()
-			}
-		}
-	}()
-	return finished
 }
 
 // TestASlowTaskHoldsUpNoTaskClaimedWithIt: slow tasks among thousands of
@@ -437,8 +256,7 @@ func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
 		}
 		short.Done()
 	}})
-	stop := make(chan struct{})
-	growing := dispatchAndGrow(d, sequence(n), stop)
+	d.Dispatch(sequence(n))
 	shortRan := make(chan struct{})
 	go func() { short.Wait(); close(shortRan) }()
 	select {
@@ -447,8 +265,6 @@ func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
 		require.Fail(t, "short tasks waited behind slow ones")
 	}
 	close(release)
-	close(stop)
-	<-growing
 	closeAndWaitIdle(t, d)
 	for task := 1; task <= n; task++ {
 		require.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
@@ -462,7 +278,10 @@ func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
 func TestATaskCallingGoexitLosesNoOtherTask(t *testing.T) {
 	const n = 2000
 	runs := make([]atomic.Int32, n+1)
-	for name, exec := range map[string]dispatch.Executor{"goroutine per call": &goExecutor{}, "once": &queueExecutor{}} {
+	antsPool, err := pool.NewAnts(2, pool.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, antsPool.ReleaseContext(context.Background())) }()
+	for name, exec := range map[string]dispatch.Executor{"goroutine per call": &goExecutor{}, "pool": antsPool} {
 		t.Run(name, func(t *testing.T) {
 			for i := range runs {
 				runs[i].Store(0)
@@ -474,11 +293,6 @@ func TestATaskCallingGoexitLosesNoOtherTask(t *testing.T) {
 				}
 			}})
 			d.Dispatch(sequence(n))
-			if q, ok := exec.(*queueExecutor); ok {
-				for _, f := range q.queued {
-					go f() // each on a goroutine a Goexit may end
-				}
-			}
 			closeAndWaitIdle(t, d)
 			for task := 1; task <= n; task++ {
 				require.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)

@@ -13,15 +13,16 @@ type list[T any] struct {
 	tasks    []T
 	drain    func()                // drainMarked(l), made once: a closure allocates
 	drainers atomic.Int64          // drain functions handed to the executor
-	entered  atomic.Int64          // drain functions that have started running
+	working  atomic.Int64          // drain functions that have started a task, not ended by a Goexit
 	next     atomic.Int64          // index of the first unclaimed task
 	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
 	finished atomic.Int64          // tasks that have returned
+	watching atomic.Bool           // a check is armed or running (see watch.go)
 
-	// The dispatching goroutine's: whether Grow has measured the list, and
-	// how many of its tasks had started then.
-	seen          bool
-	startedAtGrow int64
+	// The holder of watching's: the check, made once (a method value
+	// allocates), and how many tasks had started when it was armed.
+	check          func()
+	startedAtCheck int64
 }
 
 // unstarted returns how many tasks of the list have not started: those
@@ -34,18 +35,34 @@ func (l *list[T]) unstarted() int64 {
 	return n
 }
 
-// start hands n more drain functions of l to the executor; one it refuses,
-// or panics on, runs on a goroutine of its own.
+// start hands n more drain functions of l to the executor, counted
+// first, so that the last to start sees them all. An Execute that ends
+// the calling goroutine with runtime.Goexit (the function it was given
+// then runs on a goroutine of its own) leaves none counted that was never
+// handed over.
 func (l *list[T]) start(n int) {
 	if n <= 0 {
 		return
 	}
 	l.drainers.Add(int64(n))
-	for range n {
-		if err := safeExecute(l.d.cfg.Executor, l.drain); err != nil {
-			l.d.cfg.Refused(err)
-			go l.drain()
+	handed := 0
+	defer func() {
+		if handed < n {
+			l.drainers.Add(-int64(n - handed - 1))
+			l.watch() // those handed over may all have started meanwhile
 		}
+	}()
+	for ; handed < n; handed++ {
+		l.execute()
+	}
+}
+
+// execute hands a drain function, already counted in drainers, to the
+// executor; one it refuses, or panics on, runs on a goroutine of its own.
+func (l *list[T]) execute() {
+	if err := safeExecute(l.d.cfg.Executor, l.drain); err != nil {
+		l.d.cfg.Refused(err)
+		go l.drain()
 	}
 }
 
@@ -56,7 +73,6 @@ func (l *list[T]) start(n int) {
 // it. It yields its processor every yieldEvery. A task that calls
 // runtime.Goexit ends the drain function: another one takes over.
 func (l *list[T]) run() {
-	l.entered.Add(1)
 	r := drainer[T]{l: l, began: monotonic()}
 	r.yielded = r.began
 	defer r.finish()
@@ -141,8 +157,13 @@ func (r *drainer[T]) steal() {
 	}
 }
 
-// runTask runs task i, which this drain function alone has started.
+// runTask runs task i, which this drain function alone has started. The
+// last of the list's drain functions to start its first task arms the
+// list's watch: one still waiting for a processor is held by no task.
 func (r *drainer[T]) runTask(i int64) {
+	if r.ran == 0 && r.l.working.Add(1) >= r.l.drainers.Load() {
+		r.l.watch()
+	}
 	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
 	l := r.l
 	l.d.cfg.Run(l.tasks[i])
@@ -161,16 +182,19 @@ func (r *drainer[T]) yieldEvery(now int64) {
 }
 
 // finish counts the tasks the drain function ran. If a task ended it with
-// runtime.Goexit, a new drain function, on a goroutine of its own, takes
-// over what is left.
+// runtime.Goexit, a new drain function takes over what is left, handed to
+// the executor so that its size holds: the goroutine ending may hold the
+// executor's last place, which its executor hands on once it has ended,
+// so the hand-over is made from a goroutine of its own, in case Execute
+// waits for a place.
 func (r *drainer[T]) finish() {
 	l := r.l
 	if !r.returned {
 		if r.own != nil && r.own.word.Load() == claiming {
 			r.own.set(0, 0)
 		}
-		l.drainers.Add(1)
-		go l.drain()
+		l.working.Add(-1) // its successor, counted in drainers already, has yet to start
+		go l.execute()
 	}
 	if r.ran == 0 {
 		return

@@ -4,7 +4,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
@@ -31,10 +30,6 @@ func (g *Engine[L]) run() {
 		// The dispatcher copies the tasks: the slice is reused.
 		g.dispatcher.Dispatch(due)
 		g.due = due[:0]
-		if g.dispatcher.Grow() {
-			// Tasks wait for a pool goroutine: grow the dispatch soon.
-			next = min(next, g.now()+int64(dispatch.GrowInterval))
-		}
 		g.sleepUntil(sleep, next)
 	}
 }

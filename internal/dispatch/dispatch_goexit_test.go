@@ -1,0 +1,61 @@
+package dispatch_test
+
+import (
+	"context"
+	"log/slog"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+	"github.com/wheeltimer/wheeltimer/pool"
+)
+
+// TestGoexitKeepsTheExecutorsSize: on a pool of one goroutine, a task
+// that calls runtime.Goexit ends its drain function; the rest of its
+// dispatch goes on through the pool, behind a newer dispatch already
+// waiting there, and never beside it: one task runs at a time. Carried on
+// on a goroutine of its own, the rest ran while the pool, its goroutine
+// handed on, ran the newer dispatch.
+func TestGoexitKeepsTheExecutorsSize(t *testing.T) {
+	exec, err := pool.NewAnts(1, pool.WithLogger(slog.New(slog.DiscardHandler)))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, exec.ReleaseContext(context.Background())) }()
+	const exits, overlapWindow = 1, 100 * time.Millisecond
+	gate := make(chan struct{})
+	var running, most atomic.Int32
+	ran := make(chan int, 3)
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: exec.Cap(), Run: func(task int) {
+		now := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+		}
+		ran <- task
+		if task == exits {
+			<-gate
+			runtime.Goexit()
+		}
+		// Give a task run beside this one the time to start.
+		deadline := time.Now().Add(overlapWindow)
+		for most.Load() < 2 && time.Now().Before(deadline) {
+			runtime.Gosched()
+		}
+	}})
+	d.Dispatch([]int{exits, 2})
+	d.Dispatch([]int{3}) // waits in the pool's backlog
+	require.Equal(t, exits, <-ran)
+	close(gate)
+	for range 2 {
+		select {
+		case <-ran:
+		case <-time.After(waitBound):
+			require.Fail(t, "a task was lost after a Goexit")
+		}
+	}
+	closeAndWaitIdle(t, d)
+	assert.Equal(t, int32(1), most.Load(), "tasks running at once on a pool of one goroutine")
+}
