@@ -119,7 +119,8 @@ func WithExecutor(e pool.Executor) Option {
 
 // WithLogger sets the logger for errors and warnings: a panicking task, a
 // failing executor, a schedule that ended on a fault. Default
-// slog.Default().
+// slog.Default(). A line about a task has the attribute task, naming it
+// (Stats.TaskPanics).
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
