@@ -63,16 +63,16 @@ func metricName(f hashedwheel.StatsField) string {
 // /metrics on mux.
 func serveMetrics(mux *http.ServeMux, timer, sessions *hashedwheel.HashedWheelTimer) error {
 	reg := prometheus.NewRegistry()
-	collector, err := wheelprom.NewCollector("orders", timer)
-	if err != nil {
-		return err
-	}
-	reg.MustRegister(collector)
 	second, err := wheelprom.NewCollector("sessions", sessions)
 	if err != nil {
 		return err
 	}
 	reg.MustRegister(second)
+	collector, err := wheelprom.NewCollector("orders", timer)
+	if err != nil {
+		return err
+	}
+	reg.MustRegister(collector)
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	return nil
 }
