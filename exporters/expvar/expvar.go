@@ -4,7 +4,9 @@
 //
 // It is a package of its own, not a function of hashedwheel, because
 // importing expvar registers /debug/vars on http.DefaultServeMux and
-// links net/http: a program gets that only if it asks for it.
+// links net/http: a program gets that only if it asks for it. Beside the
+// standard library's package, import it under another name, as
+// wheelexpvar.
 package expvar
 
 import (

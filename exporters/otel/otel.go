@@ -9,6 +9,9 @@
 // Int64ObservableGauge for Pending, a Float64ObservableGauge for
 // MaxTickLag. Each observation has the attribute timer=name, so that
 // several timers report through one meter side by side.
+//
+// Beside go.opentelemetry.io/otel, import it under another name, as
+// wheelotel.
 package otel
 
 import (

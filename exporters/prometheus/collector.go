@@ -9,6 +9,9 @@
 //
 //	hashedwheel_scheduled_total{timer="orders"} 1042
 //	hashedwheel_max_tick_lag_seconds{timer="orders"} 0.0031
+//
+// Beside client_golang's package of the same name, import it under
+// another, as wheelprom.
 package prometheus
 
 import (
@@ -56,6 +59,8 @@ func WithConstLabels(labels prometheus.Labels) Option {
 		}
 	}
 }
+
+var _ prometheus.Collector = (*Collector)(nil)
 
 // Collector is a prometheus.Collector of one timer's Stats.
 type Collector struct {
