@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync"
@@ -9,6 +10,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // recordHandler is a slog.Handler that keeps the records it is given.
@@ -54,47 +58,75 @@ func (h *recordHandler) loggedTasks(msg string) []string {
 // must give.
 func panickingFunc() { panic("task exploded") }
 
+// panicSignal's run, a method value, closes ran once, then panics.
+type panicSignal struct {
+	ran  chan struct{}
+	once sync.Once
+}
+
+func (p *panicSignal) run() {
+	p.once.Do(func() { close(p.ran) })
+	panic("periodic task exploded")
+}
+
 // exitingTaskFunc is a named TaskFunc that calls runtime.Goexit.
 func exitingTaskFunc(Timeout) { runtime.Goexit() }
 
 // TestStatsCountTaskAndHookPanicsAndGoexits: each panic of a task or a
-// Cancelled hook, and each call of runtime.Goexit by either, is counted in
-// Stats and logged with the task's name: the function's for AfterFunc,
-// Every, ScheduleFunc and TaskFunc, the type for any other TimerTask.
+// Cancelled hook, and each call of runtime.Goexit by either, run inline on
+// the worker or on the timer's pool, is counted in Stats and logged with
+// the task's name: the function's for AfterFunc, Every, ScheduleFunc and
+// TaskFunc, the type for any other TimerTask.
 func TestStatsCountTaskAndHookPanicsAndGoexits(t *testing.T) {
-	records := &recordHandler{}
-	h, fake := newFakeTimer(t, WithLogger(slog.New(records)))
+	for _, inline := range []bool{true, false} {
+		t.Run(fmt.Sprintf("inline=%v", inline), func(t *testing.T) {
+			records := &recordHandler{}
+			opts := []Option{WithLogger(slog.New(records))}
+			if inline {
+				opts = append(opts, WithExecutor(pool.Inline))
+			}
+			fake := clock.NewFake(time.Now())
+			h := newTimerOn(t, fake, opts...)
 
-	_, err := h.AfterFunc(testTick/2, panickingFunc)
-	require.NoError(t, err)
-	mustSchedule(t, h, TaskFunc(exitingTaskFunc), testTick/2)
-	mustSchedule(t, h, &hookTask{onRun: func(Timeout) { panic("struct task exploded") }}, testTick/2)
-	every, err := h.Every(testTick, panickingFunc)
-	require.NoError(t, err)
-	hookPanics := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { panic("hook exploded") }}, time.Hour)
-	hookExits := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { runtime.Goexit() }}, time.Hour)
+			_, err := h.AfterFunc(testTick/2, panickingFunc)
+			require.NoError(t, err)
+			mustSchedule(t, h, TaskFunc(exitingTaskFunc), testTick/2)
+			mustSchedule(t, h, &hookTask{onRun: func(Timeout) { panic("struct task exploded") }}, testTick/2)
+			periodic := &panicSignal{ran: make(chan struct{})}
+			every, err := h.Every(testTick, periodic.run)
+			require.NoError(t, err)
+			hookPanics := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { panic("hook exploded") }}, time.Hour)
+			hookExits := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { runtime.Goexit() }}, time.Hour)
 
-	advance(fake, 2*testTick) // Every's first run is due at the end of the second tick
-	require.True(t, every.Cancel())
-	require.True(t, hookPanics.Cancel())
-	require.True(t, hookExits.Cancel())
-	advance(fake, testTick)
+			advance(fake, 2*testTick) // Every's first run is due at the end of the second tick
+			select {                  // started: the Cancel below leaves it to run
+			case <-periodic.ran:
+			case <-time.After(10 * time.Second):
+				t.Fatal("Every's first run did not start")
+			}
+			require.True(t, every.Cancel())
+			require.True(t, hookPanics.Cancel())
+			require.True(t, hookExits.Cancel())
+			advance(fake, testTick)
+			h.Stop() // returns once every task it started has returned
 
-	s := h.Stats()
-	require.Equal(t, uint64(1), s.PeriodicRuns, "Every's runs: %v", s)
-	require.Equal(t, uint64(3), s.TaskPanics, "TaskPanics: AfterFunc, the struct task, Every's run: %v", s)
-	require.Equal(t, uint64(1), s.HookPanics, "HookPanics: %v", s)
-	require.Equal(t, uint64(2), s.Goexits, "Goexits: the TaskFunc and a hook: %v", s)
+			s := h.Stats()
+			require.Equal(t, uint64(1), s.PeriodicRuns, "Every's runs: %v", s)
+			require.Equal(t, uint64(3), s.TaskPanics, "TaskPanics: AfterFunc, the struct task, Every's run: %v", s)
+			require.Equal(t, uint64(1), s.HookPanics, "HookPanics: %v", s)
+			require.Equal(t, uint64(2), s.Goexits, "Goexits: the TaskFunc and a hook: %v", s)
 
-	const pkg = "github.com/wheeltimer/wheeltimer/hashedwheel."
-	require.ElementsMatch(t, []string{pkg + "panickingFunc", "*hashedwheel.hookTask", pkg + "panickingFunc"},
-		records.loggedTasks("hashedwheel: TimerTask panicked"), "tasks named in the panic lines")
-	require.Equal(t, []string{"*hashedwheel.hookTask"},
-		records.loggedTasks("hashedwheel: Cancelled hook panicked"), "task named in the hook's panic line")
-	require.Equal(t, []string{pkg + "exitingTaskFunc"},
-		records.loggedTasks("hashedwheel: TimerTask called runtime.Goexit; its goroutine ended, the timer carries on"))
-	require.Equal(t, []string{"*hashedwheel.hookTask"},
-		records.loggedTasks("hashedwheel: Cancelled hook called runtime.Goexit; its goroutine ended, the timer carries on"))
+			const pkg = "github.com/wheeltimer/wheeltimer/hashedwheel."
+			require.ElementsMatch(t, []string{pkg + "panickingFunc", "*hashedwheel.hookTask", pkg + "(*panicSignal).run-fm"},
+				records.loggedTasks("hashedwheel: TimerTask panicked"), "tasks named in the panic lines")
+			require.Equal(t, []string{"*hashedwheel.hookTask"},
+				records.loggedTasks("hashedwheel: Cancelled hook panicked"), "task named in the hook's panic line")
+			require.Equal(t, []string{pkg + "exitingTaskFunc"},
+				records.loggedTasks("hashedwheel: TimerTask called runtime.Goexit; its goroutine ended, the timer carries on"))
+			require.Equal(t, []string{"*hashedwheel.hookTask"},
+				records.loggedTasks("hashedwheel: Cancelled hook called runtime.Goexit; its goroutine ended, the timer carries on"))
+		})
+	}
 }
 
 // TestTaskNameNamesFunctionsAndTypes: a function task is named by its
