@@ -98,8 +98,10 @@ func TestStatsCountTaskAndHookPanicsAndGoexits(t *testing.T) {
 			hookPanics := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { panic("hook exploded") }}, time.Hour)
 			hookExits := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { runtime.Goexit() }}, time.Hour)
 
-			advance(fake, 2*testTick) // Every's first run is due at the end of the second tick
-			select {                  // started: the Cancel below leaves it to run
+			// Every's first run is due at the end of the second tick; once
+			// it has started, the Cancel below leaves it to run.
+			advance(fake, 2*testTick)
+			select {
 			case <-periodic.ran:
 			case <-time.After(10 * time.Second):
 				t.Fatal("Every's first run did not start")
