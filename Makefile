@@ -3,7 +3,7 @@
 
 GO            ?= go
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-MODULES       := . benchmarks examples/delayedorder examples/cron
+MODULES       := . benchmarks examples/delayedorder examples/cron exporters/prometheus exporters/otel
 FUZZTIME      ?= 30s
 SOAK_DURATION ?= 3m
 

@@ -22,6 +22,9 @@ type counters struct {
 	rejectedStopped  atomic.Uint64
 	executorFailures atomic.Uint64
 	contextFallbacks atomic.Uint64
+	taskPanics       atomic.Uint64
+	hookPanics       atomic.Uint64
+	goexits          atomic.Uint64
 	ticks            atomic.Uint64
 	maxTickLag       atomic.Int64
 	resets           stripedCounter // added to by every Reset, on any core

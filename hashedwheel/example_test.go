@@ -311,5 +311,5 @@ func ExampleWithLogger() {
 	<-ran
 	timer.Stop() // returns once the worker, which ran the task, has logged the panic
 	// Output:
-	// level=ERROR msg="hashedwheel: TimerTask panicked" panic=boom
+	// level=ERROR msg="hashedwheel: TimerTask panicked" task=github.com/wheeltimer/wheeltimer/hashedwheel_test.ExampleWithLogger.func2 panic=boom
 }

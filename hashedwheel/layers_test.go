@@ -21,14 +21,14 @@ import (
 // timeout's trip from NewTimeout to its task running goes down them.
 var layers = [][]string{
 	{"doc.go", "errors.go", "timer.go", "state.go", "bucket.go", "staging.go", "counters.go", "timebase.go"},
-	{"run.go", "periodic.go"},
+	{"run.go", "periodic.go", "usercode.go"},
 	{"wheel.go"},
 	{"intake.go"},
 	{"timeout.go"},
 	{"worker_intake.go", "worker_expiry.go"},
 	{"worker_shutdown.go"},
 	{"worker.go"},
-	{"options.go", "stats.go"},
+	{"options.go", "stats.go", "stats_forms.go"},
 	{"hashed_wheel_timer.go"},
 	{"every.go", "schedule.go", "stop.go", "context_afterfunc.go", "chan_timer.go", "ticker.go"},
 	{"context.go"},

@@ -119,7 +119,8 @@ func WithExecutor(e pool.Executor) Option {
 
 // WithLogger sets the logger for errors and warnings: a panicking task, a
 // failing executor, a schedule that ended on a fault. Default
-// slog.Default().
+// slog.Default(). The line of a task or hook that panicked or called
+// runtime.Goexit names the task in its attribute task.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {

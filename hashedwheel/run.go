@@ -2,7 +2,6 @@ package hashedwheel
 
 import (
 	"fmt"
-	"runtime/debug"
 )
 
 // run runs the task of a claimed timeout: once, or, for a periodic one,
@@ -18,27 +17,26 @@ func (t *timeout) run() {
 // runTask runs the task, recovering and logging a panic.
 func (t *timeout) runTask() {
 	returned := false
-	defer t.timer.afterUserCode("TimerTask", t, &returned)
+	defer t.timer.afterUserCode(userTask, t, &returned)
 	t.task.Run(t)
 	returned = true
 }
 
 // afterUserCode, deferred after a task or hook of t that sets *returned
-// as it returns, recovers a panic and logs it with its stack, as net/http
-// does for a handler, and logs a call of runtime.Goexit, which cannot be
-// stopped: the goroutine ends, and the dispatcher or the worker carries on
-// with another. A user's task or hook never takes the timer down.
-func (h *HashedWheelTimer) afterUserCode(what string, t *timeout, returned *bool) {
+// as it returns, recovers a panic and counts and logs it with its stack,
+// as net/http does for a handler, and counts and logs a call of
+// runtime.Goexit, which cannot be stopped: the goroutine ends, and the
+// dispatcher or the worker carries on with another. A user's task or hook
+// never takes the timer down.
+func (h *HashedWheelTimer) afterUserCode(what userCode, t *timeout, returned *bool) {
 	if *returned {
 		return
 	}
 	if r := recover(); r != nil {
-		h.config.logger.Error("hashedwheel: "+what+" panicked",
-			"timeout", t, "panic", r, "stack", string(debug.Stack()))
+		h.userCodePanicked(what, t, r)
 		return
 	}
-	h.config.logger.Error("hashedwheel: "+what+" called runtime.Goexit; its goroutine ended, the timer carries on",
-		"timeout", t, "stack", string(debug.Stack()))
+	h.userCodeExited(what, t)
 }
 
 // runCancelledHook calls the task's Cancelled hook, if it has one,
@@ -49,7 +47,7 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 		return
 	}
 	returned := false
-	defer h.afterUserCode("Cancelled hook", t, &returned)
+	defer h.afterUserCode(userHook, t, &returned)
 	hook.Cancelled(t)
 	returned = true
 }

@@ -14,8 +14,11 @@ type Stats struct {
 	// Pending is PendingTimeouts: scheduled, and neither expired nor with a
 	// processed cancellation. A periodic timeout counts once.
 	Pending int64
-	// Scheduled counts the timeouts NewTimeout, AfterFunc and Every
-	// accepted.
+	// Scheduled counts the timeouts the timer accepted: those of
+	// NewTimeout, AfterFunc, Every and ScheduleFunc, and one for each
+	// context of WithTimeout, WithDeadline and their Cause forms that a
+	// timeout of the wheel keeps; not a context done at once, one whose
+	// parent's deadline comes first, nor one counted in ContextFallbacks.
 	Scheduled uint64
 	// Expired counts the timeouts claimed for running.
 	Expired uint64
@@ -36,10 +39,15 @@ type Stats struct {
 	// their Scheduler's Next returned a time not after its argument, or
 	// panicked.
 	ScheduleErrors uint64
-	// RejectedFull counts NewTimeout calls that failed with
-	// ErrTooManyPendingTimeouts.
+	// RejectedFull counts the timeouts refused at the
+	// WithMaxPendingTimeouts limit: the calls of NewTimeout, AfterFunc,
+	// Every and ScheduleFunc that failed with ErrTooManyPendingTimeouts,
+	// and the contexts that then fell back (also in ContextFallbacks).
 	RejectedFull uint64
-	// RejectedStopped counts NewTimeout calls that failed with ErrStopped.
+	// RejectedStopped counts the timeouts refused because the timer was
+	// stopped: the calls of NewTimeout, AfterFunc, Every and ScheduleFunc
+	// that failed with ErrStopped, and the contexts that then fell back
+	// (also in ContextFallbacks).
 	RejectedStopped uint64
 	// ExecutorFailures counts the times the executor refused expired tasks
 	// or panicked taking them; they then ran on a goroutine of their own.
@@ -48,6 +56,12 @@ type Stats struct {
 	// deadline a runtime timer keeps instead of the wheel: made while the
 	// timer was stopped or at its pending limit, or live at Stop.
 	ContextFallbacks uint64
+	// TaskPanics counts the tasks that panicked, and HookPanics the
+	// Cancelled hooks that did; Goexits counts the tasks and hooks that
+	// called runtime.Goexit. Each is logged, naming the task.
+	TaskPanics uint64
+	HookPanics uint64
+	Goexits    uint64
 	// Ticks counts the ticks the worker has processed; it sleeps through
 	// ticks with nothing due.
 	Ticks uint64
@@ -68,6 +82,7 @@ func (s Stats) String() string {
 		s.Resets, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors)
 	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d context_fallbacks=%d",
 		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks)
+	fmt.Fprintf(&b, " task_panics=%d hook_panics=%d goexits=%d", s.TaskPanics, s.HookPanics, s.Goexits)
 	fmt.Fprintf(&b, " ticks=%d max_tick_lag=%v", s.Ticks, s.MaxTickLag)
 	return b.String()
 }
@@ -90,6 +105,9 @@ func (h *HashedWheelTimer) Stats() Stats {
 		RejectedStopped:  c.rejectedStopped.Load(),
 		ExecutorFailures: c.executorFailures.Load(),
 		ContextFallbacks: c.contextFallbacks.Load(),
+		TaskPanics:       c.taskPanics.Load(),
+		HookPanics:       c.hookPanics.Load(),
+		Goexits:          c.goexits.Load(),
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
 	}

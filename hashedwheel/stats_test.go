@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -339,4 +340,38 @@ func TestPendingNeverExceedsTheLimit(t *testing.T) {
 	close(stop)
 	readers.Wait()
 	assert.Positive(t, h.Stats().Scheduled)
+}
+
+// TestStatsScheduledCountsContexts: Scheduled counts a context of
+// WithTimeout or WithDeadline that a timeout of the wheel keeps, as it
+// counts NewTimeout's; not one done at once, one whose parent's deadline
+// comes first, nor a fallback, which RejectedFull or RejectedStopped and
+// ContextFallbacks count.
+func TestStatsScheduledCountsContexts(t *testing.T) {
+	h, fake := newFakeTimer(t, WithMaxPendingTimeouts(2))
+	bg := context.Background()
+	ctx1, cancel1 := h.WithTimeout(bg, time.Hour)
+	defer cancel1()
+	_, cancel2 := h.WithDeadline(bg, fake.Now().Add(time.Hour))
+	defer cancel2()
+	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2})
+
+	_, cancelDone := h.WithTimeout(bg, -time.Second) // done at once
+	cancelDone()
+	_, cancelChild := h.WithTimeout(ctx1, 2*time.Hour) // ctx1's deadline comes first
+	cancelChild()
+	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2})
+
+	_, cancelFull := h.WithTimeout(bg, time.Hour) // at the limit: a fallback
+	cancelFull()
+	_, err := h.AfterFunc(time.Hour, func() {})
+	require.ErrorIs(t, err, ErrTooManyPendingTimeouts)
+	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2, RejectedFull: 2, ContextFallbacks: 1})
+
+	require.Empty(t, h.Stop(), "Stop returns no context's timeout")
+	_, cancelStopped := h.WithTimeout(bg, time.Hour)
+	cancelStopped()
+	_, err = h.Every(time.Hour, func() {})
+	require.ErrorIs(t, err, ErrStopped)
+	statsWant(t, h.Stats(), Stats{Scheduled: 2, Cancelled: 2, RejectedFull: 2, RejectedStopped: 2, ContextFallbacks: 4})
 }

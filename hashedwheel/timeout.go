@@ -94,6 +94,12 @@ func (t *timeout) String() string {
 	case stateExpired:
 		state = ", expired"
 	}
+	// A function prints as its address: name it instead.
+	var task any = t.task
+	switch t.task.(type) {
+	case funcTask, TaskFunc, *scheduledTask:
+		task = taskName(t.task)
+	}
 	return fmt.Sprintf("HashedWheelTimeout(deadline: %s%s, task: %v)",
-		t.Deadline().Format(time.RFC3339Nano), state, t.task)
+		t.Deadline().Format(time.RFC3339Nano), state, task)
 }

@@ -5,27 +5,22 @@
 // It runs a load of request-style timeouts (most cancelled, the rest
 // fired) for -duration, prints a line of the counters every second, stops
 // the timer, then fetches /debug/vars over HTTP and prints the timer's
-// variable, checking that its counters add up:
+// variable, every field of Stats in its JSON form, checking that its
+// counters add up:
 //
-//	scheduled_total = pending_timeouts + expired_total + cancelled_total + returned_by_stop_total
+//	scheduled = pending + expired + cancelled + returned_by_stop
 //
 // With -serve it keeps serving afterwards, for curl or a browser:
 //
 //	go run ./examples/metrics -addr 127.0.0.1:8080 -serve
 //	curl -s 127.0.0.1:8080/debug/vars | jq .hashedwheel
 //
-// # Prometheus
+// # Prometheus and OpenTelemetry
 //
-// The same snapshot feeds Prometheus without this module depending on it.
-// With github.com/prometheus/client_golang, write a Collector whose
-// Collect calls timer.Stats() once per scrape and sends one const metric
-// per field: prometheus.MustNewConstMetric(desc, prometheus.GaugeValue,
-// float64(s.Pending)) for pending_timeouts and max_tick_lag_seconds, and
-// prometheus.CounterValue for the *_total counters, which only grow. For a
-// couple of fields, prometheus.NewGaugeFunc and prometheus.NewCounterFunc
-// with a closure over timer.Stats() do the same. Stats takes no lock and
-// costs about as much as PendingTimeouts, so scraping it every second is
-// free.
+// The modules github.com/wheeltimer/wheeltimer/exporters/prometheus (a
+// prometheus.Collector) and github.com/wheeltimer/wheeltimer/exporters/otel
+// (observable instruments on a metric.Meter) export the same fields,
+// hashedwheel.StatsFields, without this module depending on either.
 package main
 
 import (
@@ -41,52 +36,14 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	wheelexpvar "github.com/wheeltimer/wheeltimer/exporters/expvar"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 )
 
 // varName is the expvar variable holding the timer's counters.
 const varName = "hashedwheel"
-
-// statsVars turns a snapshot into the exported variable, with names in the
-// Prometheus style: a unit in the name, _total for counters.
-func statsVars(s hashedwheel.Stats) map[string]any {
-	return map[string]any{
-		"pending_timeouts":        s.Pending,
-		"scheduled_total":         s.Scheduled,
-		"expired_total":           s.Expired,
-		"cancelled_total":         s.Cancelled,
-		"returned_by_stop_total":  s.ReturnedByStop,
-		"rejected_full_total":     s.RejectedFull,
-		"rejected_stopped_total":  s.RejectedStopped,
-		"executor_failures_total": s.ExecutorFailures,
-		"ticks_total":             s.Ticks,
-		"max_tick_lag_seconds":    s.MaxTickLag.Seconds(),
-	}
-}
-
-// expvar variables are process-wide and can be published once: the
-// variable reads whichever timer is current.
-var (
-	current     atomic.Pointer[hashedwheel.HashedWheelTimer]
-	publishOnce sync.Once
-)
-
-func publish(timer *hashedwheel.HashedWheelTimer) {
-	current.Store(timer)
-	publishOnce.Do(func() {
-		expvar.Publish(varName, expvar.Func(func() any {
-			t := current.Load()
-			if t == nil {
-				return nil
-			}
-			return statsVars(t.Stats())
-		}))
-	})
-}
 
 type config struct {
 	Addr       string
@@ -119,7 +76,7 @@ func main() {
 	flag.IntVar(&cfg.Rate, "rate", cfg.Rate, "timeouts scheduled per second")
 	flag.Float64Var(&cfg.Cancel, "cancel", cfg.Cancel, "fraction of the timeouts cancelled")
 	flag.DurationVar(&cfg.MaxDelay, "max-delay", cfg.MaxDelay, "longest delay of a timeout")
-	flag.Int64Var(&cfg.MaxPending, "max-pending", cfg.MaxPending, "pending timeouts allowed (0: no limit); see rejected_full_total")
+	flag.Int64Var(&cfg.MaxPending, "max-pending", cfg.MaxPending, "pending timeouts allowed (0: no limit); see rejected_full")
 	flag.DurationVar(&cfg.Tick, "tick", cfg.Tick, "tick duration of the timer")
 	flag.BoolVar(&cfg.Serve, "serve", cfg.Serve, "keep serving /debug/vars after the load, until interrupted")
 	flag.Parse()
@@ -147,7 +104,10 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer timer.Stop()
-	publish(timer)
+	// A second run takes the name over: the variable reads this timer.
+	if err := wheelexpvar.Publish(varName, timer); err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
@@ -202,7 +162,7 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 	if err := checkVars(got, len(left)); err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "ok: scheduled_total = pending_timeouts + expired_total + cancelled_total + returned_by_stop_total")
+	fmt.Fprintln(out, "ok: scheduled = pending + expired + cancelled + returned_by_stop")
 
 	if cfg.Serve {
 		fmt.Fprintf(out, "serving %s until interrupted (Ctrl-C)\n", url)
@@ -277,24 +237,27 @@ func fetch(ctx context.Context, url string) (map[string]json.RawMessage, error) 
 	return vars, nil
 }
 
-// checkVars checks the exported counters of a stopped timer: they add up,
-// and the timeouts Stop returned are counted.
+// checkVars checks the exported counters of a stopped timer: every field
+// of Stats is there, they add up, and the timeouts Stop returned are
+// counted.
 func checkVars(v map[string]float64, returned int) error {
-	for _, k := range []string{"pending_timeouts", "scheduled_total", "expired_total", "cancelled_total",
-		"returned_by_stop_total", "rejected_full_total", "rejected_stopped_total", "executor_failures_total",
-		"ticks_total", "max_tick_lag_seconds"} {
-		if _, ok := v[k]; !ok {
-			return fmt.Errorf("the exported variable lacks %s", k)
+	for _, f := range hashedwheel.StatsFields() {
+		name := f.Name
+		if f.Unit == "s" {
+			name += "_seconds"
+		}
+		if _, ok := v[name]; !ok {
+			return fmt.Errorf("the exported variable lacks %s", name)
 		}
 	}
 	var errs []error
-	if sum := v["pending_timeouts"] + v["expired_total"] + v["cancelled_total"] + v["returned_by_stop_total"]; v["scheduled_total"] != sum {
-		errs = append(errs, fmt.Errorf("scheduled_total %v != pending + expired + cancelled + returned by stop = %v", v["scheduled_total"], sum))
+	if sum := v["pending"] + v["expired"] + v["cancelled"] + v["returned_by_stop"]; v["scheduled"] != sum {
+		errs = append(errs, fmt.Errorf("scheduled %v != pending + expired + cancelled + returned by stop = %v", v["scheduled"], sum))
 	}
-	if v["returned_by_stop_total"] != float64(returned) {
-		errs = append(errs, fmt.Errorf("returned_by_stop_total %v, but Stop returned %d", v["returned_by_stop_total"], returned))
+	if v["returned_by_stop"] != float64(returned) {
+		errs = append(errs, fmt.Errorf("returned_by_stop %v, but Stop returned %d", v["returned_by_stop"], returned))
 	}
-	if v["scheduled_total"] == 0 {
+	if v["scheduled"] == 0 {
 		errs = append(errs, errors.New("nothing was scheduled"))
 	}
 	return errors.Join(errs...)

@@ -1,0 +1,28 @@
+module github.com/wheeltimer/wheeltimer/exporters/otel
+
+go 1.25.0
+
+replace github.com/wheeltimer/wheeltimer => ../..
+
+require (
+	github.com/stretchr/testify v1.12.1
+	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
+	go.opentelemetry.io/otel v1.46.0
+	go.opentelemetry.io/otel/metric v1.46.0
+	go.opentelemetry.io/otel/sdk/metric v1.46.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/go-logr/logr v1.4.4 // indirect
+	github.com/go-logr/stdr v1.2.2 // indirect
+	github.com/google/uuid v1.6.0 // indirect
+	github.com/panjf2000/ants/v2 v2.12.1 // indirect
+	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
+	go.opentelemetry.io/otel/sdk v1.46.0 // indirect
+	go.opentelemetry.io/otel/trace v1.46.0 // indirect
+	go.uber.org/goleak v1.3.0 // indirect
+	go.yaml.in/yaml/v3 v3.0.5 // indirect
+	golang.org/x/sync v0.11.0 // indirect
+	golang.org/x/sys v0.47.0 // indirect
+)

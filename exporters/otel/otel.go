@@ -1,0 +1,104 @@
+// Package otel exports the Stats of a wheeltimer timer as OpenTelemetry
+// metrics: observable instruments of a metric.Meter, read once per
+// collection.
+//
+// Every field of hashedwheel.Stats (hashedwheel.StatsFields) is an
+// instrument named hashedwheel.field, with its description and unit
+// ("s" for a duration, in seconds; "{timeout}" and the like for a count):
+// an Int64ObservableCounter for a total that only grows, an
+// Int64ObservableGauge for Pending, a Float64ObservableGauge for
+// MaxTickLag. Each observation has the attribute timer=name, so that
+// several timers report through one meter side by side.
+//
+// Beside go.opentelemetry.io/otel, import it under another name, as
+// wheelotel.
+package otel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/wheeltimer/wheeltimer/hashedwheel"
+)
+
+// Source is what Register reads: a *hashedwheel.HashedWheelTimer, or
+// anything else with its Stats method.
+type Source interface {
+	Stats() hashedwheel.Stats
+}
+
+// TimerAttribute is the attribute naming the timer of each observation.
+const TimerAttribute = "timer"
+
+// Prefix is the start of every instrument's name.
+const Prefix = "hashedwheel."
+
+// Register makes, or finds, the instruments of meter for every field of
+// Stats, and registers a callback that reads timer's Stats once per
+// collection and observes each field with the attribute timer=name.
+// Unregister the returned Registration to stop reporting the timer; the
+// instruments stay, for other timers. It fails, with an error wrapping
+// hashedwheel.ErrInvalidOption, for a nil meter, an empty name or a nil
+// timer, and with the meter's error if it refuses an instrument.
+func Register(meter metric.Meter, name string, timer Source) (metric.Registration, error) {
+	switch {
+	case meter == nil:
+		return nil, fmt.Errorf("%w: Register(%q) with a nil meter", hashedwheel.ErrInvalidOption, name)
+	case name == "":
+		return nil, fmt.Errorf("%w: Register name %q: a timer needs a name", hashedwheel.ErrInvalidOption, name)
+	case isNil(timer):
+		return nil, fmt.Errorf("%w: Register(%q) with a nil timer", hashedwheel.ErrInvalidOption, name)
+	}
+	labelled := metric.WithAttributeSet(attribute.NewSet(attribute.String(TimerAttribute, name)))
+	fields := hashedwheel.StatsFields()
+	observe := make([]func(metric.Observer, hashedwheel.Stats), len(fields))
+	instruments := make([]metric.Observable, len(fields))
+	var errs []error
+	for i, f := range fields {
+		desc, unit := metric.WithDescription(f.Help), metric.WithUnit(f.Unit)
+		var err error
+		switch {
+		case f.Unit == "s":
+			var g metric.Float64ObservableGauge
+			g, err = meter.Float64ObservableGauge(Prefix+f.Name, desc, unit)
+			instruments[i] = g
+			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveFloat64(g, f.Value(s), labelled) }
+		case f.Counter:
+			var c metric.Int64ObservableCounter
+			c, err = meter.Int64ObservableCounter(Prefix+f.Name, desc, unit)
+			instruments[i] = c
+			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveInt64(c, int64(f.Value(s)), labelled) }
+		default:
+			var g metric.Int64ObservableGauge
+			g, err = meter.Int64ObservableGauge(Prefix+f.Name, desc, unit)
+			instruments[i] = g
+			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveInt64(g, int64(f.Value(s)), labelled) }
+		}
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	// One callback per timer: its Stats are read once per collection.
+	return meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := timer.Stats()
+		for _, obs := range observe {
+			obs(o, s)
+		}
+		return nil
+	}, instruments...)
+}
+
+// isNil reports whether timer is nil, or a nil pointer in an interface.
+func isNil(timer Source) bool {
+	if timer == nil {
+		return true
+	}
+	v := reflect.ValueOf(timer)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

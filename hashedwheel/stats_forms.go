@@ -1,0 +1,148 @@
+package hashedwheel
+
+import (
+	"encoding/json"
+	"log/slog"
+	"math"
+	"time"
+)
+
+// A StatsField describes one field of Stats for a metrics exporter, so
+// that every exporter names, documents and converts the fields alike.
+type StatsField struct {
+	// Name is the field's name in snake_case, without its unit:
+	// "scheduled", "max_tick_lag".
+	Name string
+	// Help says what the field counts or measures, in a sentence.
+	Help string
+	// Unit is the field's unit as UCUM writes it, as OpenTelemetry wants:
+	// "s" for seconds, else a count's annotation, such as "{timeout}".
+	Unit string
+	// Counter is true for a total that only grows, false for a gauge.
+	Counter bool
+	// Value returns the field of s in its unit: seconds for a duration.
+	Value func(s Stats) float64
+}
+
+// StatsFields returns a description of every field of Stats, in the
+// order of the fields.
+func StatsFields() []StatsField {
+	return []StatsField{
+		{"pending", "Timeouts scheduled that have neither expired nor had their cancellation processed; a periodic timeout counts once.", "{timeout}", false,
+			func(s Stats) float64 { return float64(s.Pending) }},
+		{"scheduled", "Timeouts accepted: by NewTimeout, AfterFunc, Every, ScheduleFunc, and for the contexts a timeout of the wheel keeps.", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.Scheduled) }},
+		{"expired", "Timeouts claimed for running.", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.Expired) }},
+		{"cancelled", "Cancellations processed, and contexts whose deadline Stop moved to a runtime timer.", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.Cancelled) }},
+		{"returned_by_stop", "Timeouts Stop cancelled and returned.", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.ReturnedByStop) }},
+		{"resets", "Resets that returned true.", "{reset}", true,
+			func(s Stats) float64 { return float64(s.Resets) }},
+		{"periodic_runs", "Runs of periodic timeouts started.", "{run}", true,
+			func(s Stats) float64 { return float64(s.PeriodicRuns) }},
+		{"periodic_skipped", "Runs of periodic timeouts skipped: due while another waited to start, revoked by a Reset, or missed by a late worker.", "{run}", true,
+			func(s Stats) float64 { return float64(s.PeriodicSkipped) }},
+		{"schedule_errors", "Schedules of ScheduleFunc ended because Next returned a time not after its argument, or panicked.", "{schedule}", true,
+			func(s Stats) float64 { return float64(s.ScheduleErrors) }},
+		{"rejected_full", "Timeouts refused at the pending limit (ErrTooManyPendingTimeouts, or a context's fallback).", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.RejectedFull) }},
+		{"rejected_stopped", "Timeouts refused because the timer was stopped (ErrStopped, or a context's fallback).", "{timeout}", true,
+			func(s Stats) float64 { return float64(s.RejectedStopped) }},
+		{"executor_failures", "Times the executor refused expired tasks or panicked taking them; they then ran on a goroutine of their own.", "{failure}", true,
+			func(s Stats) float64 { return float64(s.ExecutorFailures) }},
+		{"context_fallbacks", "Contexts whose deadline a runtime timer keeps instead of the wheel: made while stopped or full, or live at Stop.", "{context}", true,
+			func(s Stats) float64 { return float64(s.ContextFallbacks) }},
+		{"task_panics", "Tasks that panicked.", "{panic}", true,
+			func(s Stats) float64 { return float64(s.TaskPanics) }},
+		{"hook_panics", "Cancelled hooks that panicked.", "{panic}", true,
+			func(s Stats) float64 { return float64(s.HookPanics) }},
+		{"goexits", "Tasks and Cancelled hooks that called runtime.Goexit.", "{call}", true,
+			func(s Stats) float64 { return float64(s.Goexits) }},
+		{"ticks", "Ticks the worker has processed.", "{tick}", true,
+			func(s Stats) float64 { return float64(s.Ticks) }},
+		{"max_tick_lag", "Longest the worker has been late for a tick, in seconds.", "s", false,
+			func(s Stats) float64 { return s.MaxTickLag.Seconds() }},
+	}
+}
+
+// LogValue logs the snapshot as a group of its fields, named as in
+// String and the JSON form, MaxTickLag as max_tick_lag_seconds: a JSON
+// handler would otherwise print a Duration as a bare count of
+// nanoseconds.
+func (s Stats) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.Int64("pending", s.Pending),
+		slog.Uint64("scheduled", s.Scheduled),
+		slog.Uint64("expired", s.Expired),
+		slog.Uint64("cancelled", s.Cancelled),
+		slog.Uint64("returned_by_stop", s.ReturnedByStop),
+		slog.Uint64("resets", s.Resets),
+		slog.Uint64("periodic_runs", s.PeriodicRuns),
+		slog.Uint64("periodic_skipped", s.PeriodicSkipped),
+		slog.Uint64("schedule_errors", s.ScheduleErrors),
+		slog.Uint64("rejected_full", s.RejectedFull),
+		slog.Uint64("rejected_stopped", s.RejectedStopped),
+		slog.Uint64("executor_failures", s.ExecutorFailures),
+		slog.Uint64("context_fallbacks", s.ContextFallbacks),
+		slog.Uint64("task_panics", s.TaskPanics),
+		slog.Uint64("hook_panics", s.HookPanics),
+		slog.Uint64("goexits", s.Goexits),
+		slog.Uint64("ticks", s.Ticks),
+		slog.Float64("max_tick_lag_seconds", s.MaxTickLag.Seconds()),
+	)
+}
+
+// statsJSON is the JSON form of Stats: snake_case names, a duration in
+// seconds with the unit in its name.
+type statsJSON struct {
+	Pending           int64   `json:"pending"`
+	Scheduled         uint64  `json:"scheduled"`
+	Expired           uint64  `json:"expired"`
+	Cancelled         uint64  `json:"cancelled"`
+	ReturnedByStop    uint64  `json:"returned_by_stop"`
+	Resets            uint64  `json:"resets"`
+	PeriodicRuns      uint64  `json:"periodic_runs"`
+	PeriodicSkipped   uint64  `json:"periodic_skipped"`
+	ScheduleErrors    uint64  `json:"schedule_errors"`
+	RejectedFull      uint64  `json:"rejected_full"`
+	RejectedStopped   uint64  `json:"rejected_stopped"`
+	ExecutorFailures  uint64  `json:"executor_failures"`
+	ContextFallbacks  uint64  `json:"context_fallbacks"`
+	TaskPanics        uint64  `json:"task_panics"`
+	HookPanics        uint64  `json:"hook_panics"`
+	Goexits           uint64  `json:"goexits"`
+	Ticks             uint64  `json:"ticks"`
+	MaxTickLagSeconds float64 `json:"max_tick_lag_seconds"`
+}
+
+// MarshalJSON encodes the snapshot as an object of its fields in
+// snake_case, with MaxTickLag as max_tick_lag_seconds, a number of
+// seconds: {"pending":3,"scheduled":10,…,"max_tick_lag_seconds":0.0012}.
+// The names are StatsFields' names, with "_seconds" after a duration's.
+func (s Stats) MarshalJSON() ([]byte, error) {
+	return json.Marshal(statsJSON{
+		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop,
+		s.Resets, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
+		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks,
+		s.TaskPanics, s.HookPanics, s.Goexits, s.Ticks, s.MaxTickLag.Seconds(),
+	})
+}
+
+// UnmarshalJSON decodes the form MarshalJSON writes, MaxTickLag rounded
+// to the nanosecond; a field it lacks is zero.
+func (s *Stats) UnmarshalJSON(data []byte) error {
+	var j statsJSON
+	if err := json.Unmarshal(data, &j); err != nil {
+		return err
+	}
+	*s = Stats{
+		j.Pending, j.Scheduled, j.Expired, j.Cancelled, j.ReturnedByStop,
+		j.Resets, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
+		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks,
+		j.TaskPanics, j.HookPanics, j.Goexits, j.Ticks,
+		time.Duration(math.Round(j.MaxTickLagSeconds * float64(time.Second))),
+	}
+	return nil
+}
