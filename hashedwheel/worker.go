@@ -32,6 +32,7 @@ type worker struct {
 	grewAt        int64      // when a dispatch last needed a storm-sized list
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
+	hookNext      int        // hooked[:hookNext] have run or are running
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
