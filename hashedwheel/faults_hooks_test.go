@@ -1,8 +1,10 @@
 package hashedwheel
 
 import (
+	"context"
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -58,3 +60,62 @@ func TestFaultHookStopsTheTimerWhileOtherHooksWait(t *testing.T) {
 }
 
 var _ = runtime.Goexit
+
+// TestStopContextDoneAfterTheWorkerStoppedReturnsTheTimeouts: a
+// StopContext whose context is already done, called once the worker has
+// stopped, returns the pending timeouts every time, as its doc says; the
+// earlier StopContext that gave up while a hook held the worker returned
+// none.
+func TestStopContextDoneAfterTheWorkerStoppedReturnsTheTimeouts(t *testing.T) {
+	done, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 20 {
+		h, fake := newFakeTimer(t)
+		pending := mustSchedule(t, h, noopTask, time.Hour)
+		entered, release := make(chan struct{}, 1), make(chan struct{})
+		hooked := mustSchedule(t, h, blockingHook{entered, release}, time.Hour)
+		advance(fake, testTick) // in the wheel
+		require.True(t, hooked.Cancel())
+		fake.Jump(testTick)
+		<-entered // the worker is held in the hook
+		got, err := h.StopContext(done)
+		require.ErrorIs(t, err, context.Canceled)
+		require.Empty(t, got, "the worker had not stopped")
+		close(release)
+		<-h.done // the worker stopped
+		got, _ = h.StopContext(done)
+		require.Equal(t, []Timeout{pending}, got, "call %d: the worker had stopped", i)
+	}
+}
+
+// TestStopFromAnotherTimersTaskWaitsForItsTasks: b.Stop called from a task
+// of another timer a, on a pool, waits for b's task still running, as a
+// Stop from outside both timers does; only a task of b itself is spared
+// the wait.
+func TestStopFromAnotherTimersTaskWaitsForItsTasks(t *testing.T) {
+	a := startTimer(t, WithTickDuration(time.Millisecond))
+	b := startTimer(t, WithTickDuration(time.Millisecond))
+	started, release := make(chan struct{}), make(chan struct{})
+	var finished atomic.Bool
+	_, err := b.AfterFunc(0, func() {
+		close(started)
+		<-release
+		finished.Store(true)
+	})
+	require.NoError(t, err)
+	<-started
+	stopped := make(chan bool, 1) // whether b's task had finished when Stop returned
+	_, err = a.AfterFunc(0, func() {
+		b.Stop()
+		stopped <- finished.Load()
+	})
+	require.NoError(t, err)
+	select {
+	case <-stopped:
+		close(release)
+		require.Fail(t, "b.Stop, called from a's task, returned while b's task ran")
+	case <-time.After(100 * time.Millisecond): // Stop waits, as it must
+	}
+	close(release)
+	require.True(t, <-stopped, "b.Stop returned before b's task did")
+}
