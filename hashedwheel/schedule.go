@@ -41,13 +41,9 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	case !first.After(now):
 		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
 	}
-	t, err := h.schedule(&scheduledTask{s: s, f: f}, first.Sub(now), scheduledPeriod)
+	t, err := h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod)
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
 }
-
-// scheduledPeriod is the period of a timeout of ScheduleFunc, whose
-// Scheduler gives its runs.
-const scheduledPeriod = -1
