@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -238,4 +239,44 @@ func TestInlineLateWorkerRunsEachTickInDeadlineOrder(t *testing.T) {
 	fake.WaitAsleep()
 	require.NotEmpty(t, order)
 	require.Equal(t, []string{"every", "one-shot"}, order[:2], "due at 1 and 1.5 ticks")
+}
+
+// TestCancelRacingStopRunsItsHookOnTheWorker: Cancels racing Stop, some
+// of them after Stop's shutdown closed the queue they report to. Each
+// Cancel that returned true has its Cancelled hook called once, on the
+// worker goroutine, as the TimerTask doc says, never on the goroutine
+// that called Cancel; Stop returns exactly the others.
+func TestCancelRacingStopRunsItsHookOnTheWorker(t *testing.T) {
+	rounds, n := 200, 32
+	if testing.Short() {
+		rounds = 20
+	}
+	for range rounds {
+		h := startTimer(t, WithTickDuration(time.Millisecond), WithLogger(discardLogger()))
+		var offWorker, hooks atomic.Int64
+		task := &hookTask{onCancel: func(Timeout) {
+			hooks.Add(1)
+			if goid.Current() != h.workerID.Load() {
+				offWorker.Add(1)
+			}
+		}}
+		tos := make([]Timeout, n)
+		for i := range tos {
+			tos[i] = mustSchedule(t, h, task, time.Hour)
+		}
+		require.Eventually(t, func() bool { return tos[n-1].(*timeout).currentState() == stateScheduled },
+			faultWaitTimeout, time.Millisecond, "taken into the wheel")
+		var cancelled atomic.Int64
+		start, wait := concurrently(n, func(i int) {
+			if tos[i].Cancel() {
+				cancelled.Add(1)
+			}
+		})
+		start()
+		stopped := h.Stop()
+		wait()
+		require.Zero(t, offWorker.Load(), "hooks called off the worker goroutine")
+		require.Equal(t, cancelled.Load(), hooks.Load(), "one hook per successful Cancel")
+		require.Equal(t, int64(n)-cancelled.Load(), int64(len(stopped)), "Stop returns the others")
+	}
 }
