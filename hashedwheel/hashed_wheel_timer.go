@@ -182,7 +182,7 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	return h.NewTimeout(funcTask(f), delay)
 }
 
-// funcTask is the TimerTask of AfterFunc and Every. A func converts to an
+// funcTask is the TimerTask of AfterFunc. A func converts to an
 // interface without allocating.
 type funcTask func()
 

@@ -117,7 +117,8 @@ type Interface interface {
 // method, so a cron expression can drive a timer.
 //
 // The timer calls Next on its worker goroutine, as it calls a Cancelled
-// hook: it must return quickly and must not block.
+// hook: it must return quickly and must not block. Its argument is a
+// wall-clock time: the time named for the run just claimed.
 type Scheduler interface {
 	Next(time.Time) time.Time
 }
