@@ -28,6 +28,7 @@ type counters struct {
 	ticks            atomic.Uint64
 	maxTickLag       atomic.Int64
 	resets           stripedCounter // added to by every Reset, on any core
+	resetsDuringRun  atomic.Uint64  // Resets that found a periodic run in progress
 }
 
 // counterStripes is the number of stripes of a stripedCounter.

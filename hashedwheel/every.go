@@ -41,7 +41,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 		return nil, fmt.Errorf("%w: Every(%v) on a timer with a tick of %v: expected a period of at least the tick",
 			ErrInvalidPeriod, period, tick)
 	}
-	t, err := h.schedule(funcTask(f), period, int64(period))
+	t, err := h.schedule(&everyTask{f: f}, period, int64(period))
 	if err != nil {
 		return nil, err
 	}

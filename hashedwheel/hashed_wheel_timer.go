@@ -182,7 +182,7 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	return h.NewTimeout(funcTask(f), delay)
 }
 
-// funcTask is the TimerTask of AfterFunc and Every. A func converts to an
+// funcTask is the TimerTask of AfterFunc. A func converts to an
 // interface without allocating.
 type funcTask func()
 
@@ -212,7 +212,11 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	t.timer, t.period = h, period
 	// A plain write: t is not yet published, and the push that publishes
 	// it orders the write before any load of the word.
-	*(*uint64)(unsafe.Pointer(&t.word)) = withDeadline(stateQueued, deadline(h.now(), delay))
+	word := withDeadline(stateQueued, deadline(h.now(), delay))
+	*(*uint64)(unsafe.Pointer(&t.word)) = word
+	if period == scheduledPeriod { // the deadline its first run's wall time stands for
+		t.task.(*scheduledTask).at = deadlineOf(word)
+	}
 	count, ok := h.shardOf(t).push(t)
 	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.

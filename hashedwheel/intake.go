@@ -259,15 +259,12 @@ func (h *HashedWheelTimer) accepted() uint64 {
 
 // reportCancelled hands the worker a timeout in a bucket that Cancel
 // cancelled, for it to unlink. Once the worker has stopped taking them,
-// the timer is stopped and the cancellation is completed here.
+// the timer is stopping, and its shutdown, which found the timeout
+// cancelled in the wheel, completes the cancellation on the worker.
 func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	index, ok := h.shardOf(t).cancelled.Push(t)
-	if !ok {
-		h.countCancelled(1)
-		h.runCancelledHook(t)
-		return
+	if index, ok := h.shardOf(t).cancelled.Push(t); ok {
+		h.nudgeWorker(index + 1)
 	}
-	h.nudgeWorker(index + 1)
 }
 
 // reportMovedEarlier hands the worker a timeout in a bucket that Reset

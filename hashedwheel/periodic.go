@@ -35,29 +35,17 @@ func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 	}
 }
 
-// claimPeriodic returns the state word of a periodic timeout, read as w
+// claimPeriodic returns the state word of a timeout of Every, read as w
 // and due, once the worker claims its run, from being the start of the
-// tick covering now; whether to dispatch the run; how many runs it
-// skipped; and whether the runs end, the timeout then expired.
-func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch bool, skipped int, ended bool) {
-	d := deadlineOf(w)
-	next := d
-	if t.period > 0 {
-		next, skipped = nextFixedRun(d, from, t.period)
-	} else {
-		var ok bool
-		if next, skipped, ok = t.nextScheduledRun(d, from); !ok {
-			next, ended = d, true
-		}
-	}
+// tick covering now; whether to dispatch the run; and how many runs it
+// skipped.
+func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
+	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
 	word, dispatch, skip := claimRun(w, next)
 	if skip {
 		skipped++
 	}
-	if ended {
-		word = withState(word, stateExpired)
-	}
-	return word, dispatch, skipped, ended
+	return word, dispatch, skipped
 }
 
 // nextFixedRun returns the deadline of the run of a timeout of the given
@@ -73,21 +61,49 @@ func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	return d + k*period, int(min(k-1, math.MaxInt32))
 }
 
-// runFor returns the deadline of the run that the worker claimed last,
-// which its next deadline, in word, follows.
+// markRunFor records, once the worker's claim of a periodic run holds, the
+// deadline d the run is for, by which an inline dispatch sorts it: the
+// state word holds the next run's deadline, whole periods later.
+func (t *timeout) markRunFor(d int64) {
+	switch task := t.task.(type) {
+	case *everyTask:
+		task.runFor = d
+	case *scheduledTask:
+		task.runFor = d
+	}
+}
+
+// runFor returns the deadline of the run that the worker claimed last.
 func (t *timeout) runFor(word uint64) int64 {
-	if s, ok := t.task.(*scheduledTask); ok {
-		return s.runFor
+	switch task := t.task.(type) {
+	case *everyTask:
+		return task.runFor
+	case *scheduledTask:
+		return task.runFor
 	}
 	return deadlineOf(word) - t.period
 }
+
+// everyTask is the task of a timeout of Every: f, and the deadline of its
+// run claimed last, the worker's.
+type everyTask struct {
+	f      func()
+	runFor int64
+}
+
+func (e *everyTask) Run(Timeout) { e.f() }
 
 // scheduledTask is the task of a timeout of ScheduleFunc: f, run at the
 // times s gives.
 type scheduledTask struct {
 	s Scheduler
 	f func()
-	// The worker's: the deadline of the run claimed last, and whether a
+	// The wall time Next named for the run due at the deadline at, as the
+	// state word holds it: a deadline other than at is a Reset's. Set by
+	// ScheduleFunc before the timeout is published, then by the worker.
+	named time.Time
+	at    int64
+	// The worker's: the deadline of the run dispatched last, and whether a
 	// call of s.Next is in progress, which, found set, is one that never
 	// returned (it called runtime.Goexit).
 	runFor  int64
@@ -96,22 +112,77 @@ type scheduledTask struct {
 
 func (s *scheduledTask) Run(Timeout) { s.f() }
 
+// scheduledPeriod is the period of a timeout of ScheduleFunc, whose
+// Scheduler gives its runs.
+const scheduledPeriod = -1
+
 // maxCatchUp bounds the runs of a schedule that a late worker skips one
 // Next call at a time; past it, one call finds the first run to come.
 const maxCatchUp = 1000
 
-// nextScheduledRun returns the deadline of the run that follows the
-// schedule's run due at d, as nextFixedRun does for a period; ok is false
-// if the runs end there, as they do when Next returns the zero time, or,
-// counted and logged, a time not after its argument, or panics.
-func (t *timeout) nextScheduledRun(d, from int64) (next int64, skipped int, ok bool) {
+// scheduleClaim is what the worker's claim of a schedule's due run
+// decides, for commit once the claim's compare-and-swap holds.
+type scheduleClaim struct {
+	named  time.Time
+	at     int64
+	runFor int64
+}
+
+// commit records the claim c.
+func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at, s.runFor = c.named, c.at, c.runFor }
+
+// claimScheduled is claimPeriodic for a timeout of ScheduleFunc, read as w
+// and due by now, the wall clock reading wallNow at now, from being the
+// start of the tick covering now. The run is due once the wall clock has
+// reached the time Next named for it: after a step back of the wall clock
+// it is filed again for that time, no run claimed. Otherwise the claim asks
+// Next, from that time, for the next run's, skipping those the wall clock
+// has passed, and ends the runs if Next returns the zero time, or, counted
+// and logged, a time not after its argument, or panics. It reports what
+// claimPeriodic does, whether the runs end, the timeout then expired, and
+// the claim to commit.
+func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, c scheduleClaim) {
 	s := t.task.(*scheduledTask)
-	s.runFor = d
-	next, ok = t.callNext(s, d)
-	for ok && next < from {
+	d := deadlineOf(w)
+	named := s.named
+	if d != s.at { // a Reset's deadline: the run is for the wall time it stands for
+		named = wallNow.Add(time.Duration(d - now))
+	}
+	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back
+		word = withDeadline(w, max(deadline(now, wait), from))
+		return word, false, 0, false, scheduleClaim{named: named, at: deadlineOf(word), runFor: s.runFor}
+	}
+	fromWall := wallNow.Add(time.Duration(from - now)) // the wall clock's reading at from
+	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
+	next := d
+	if ok {
+		next = deadline(from, nextNamed.Sub(fromWall))
+	} else {
+		ended = true
+	}
+	word, dispatch, skip := claimRun(w, next)
+	if skip {
+		skipped++
+	}
+	if ended {
+		word = withState(word, stateExpired)
+	}
+	c = scheduleClaim{named: nextNamed, at: deadlineOf(word), runFor: s.runFor}
+	if dispatch {
+		c.runFor = d
+	}
+	return word, dispatch, skipped, ended, c
+}
+
+// nextScheduledRun returns the wall time of the run that follows the
+// schedule's run named for named, the first Next gives at or after
+// fromWall, and how many runs it skipped; ok is false if the runs end.
+func (t *timeout) nextScheduledRun(s *scheduledTask, named, fromWall time.Time) (next time.Time, skipped int, ok bool) {
+	next, ok = t.callNext(s, named)
+	for ok && next.Before(fromWall) {
 		skipped++
 		if skipped == maxCatchUp {
-			next, ok = t.callNext(s, from-1)
+			next, ok = t.callNext(s, fromWall.Add(-time.Nanosecond))
 			break
 		}
 		next, ok = t.callNext(s, next)
@@ -119,32 +190,26 @@ func (t *timeout) nextScheduledRun(d, from int64) (next int64, skipped int, ok b
 	return next, skipped, ok
 }
 
-// callNext returns the instant s.Next gives after instant, in nanoseconds
-// after the timer's start, and false if the runs end.
-func (t *timeout) callNext(s *scheduledTask, instant int64) (next int64, ok bool) {
+// callNext returns the time s.Next gives after at, and false if the runs
+// end.
+func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok bool) {
 	h := t.timer
 	if s.calling { // an earlier call never returned
 		h.scheduleFailed(t, "Next called runtime.Goexit")
-		return 0, false
+		return time.Time{}, false
 	}
-	start := h.startTime
-	at := start.Add(time.Duration(instant))
 	s.calling = true
-	nextTime, err := callScheduler(s.s, at)
+	next, err := callScheduler(s.s, at)
 	s.calling = false
 	switch {
 	case err != nil:
 		h.scheduleFailed(t, err.Error())
-		return 0, false
-	case nextTime.IsZero():
-		return 0, false
-	case !nextTime.After(at):
-		h.scheduleFailed(t, "Next("+at.String()+") returned "+nextTime.String()+", not after its argument")
-		return 0, false
-	}
-	next = int64(nextTime.Sub(start))
-	if next == math.MaxInt64 || next <= instant { // saturated, or beyond what an int64 of nanoseconds holds
-		return math.MaxInt64, true
+		return time.Time{}, false
+	case next.IsZero():
+		return time.Time{}, false
+	case !next.After(at):
+		h.scheduleFailed(t, "Next("+at.String()+") returned "+next.String()+", not after its argument")
+		return time.Time{}, false
 	}
 	return next, true
 }

@@ -57,7 +57,7 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 // interface assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
-	case funcTask, TaskFunc:
+	case funcTask, TaskFunc, *everyTask:
 		return nil
 	}
 	hook, _ := task.(cancelledHook)

@@ -29,6 +29,11 @@ type Stats struct {
 	ReturnedByStop uint64
 	// Resets counts the Resets that returned true.
 	Resets uint64
+	// ResetsDuringRun counts those of them that found a run of their
+	// periodic timeout in progress: started by the timer, it completes,
+	// and its function may reach its first line after Reset returned
+	// (docs/guarantees.md bounds that window).
+	ResetsDuringRun uint64
 	// PeriodicRuns counts the runs of periodic timeouts started, and
 	// PeriodicSkipped those not started: due while another run of the same
 	// timeout waited to start, revoked by a Reset, or missed by a worker
@@ -78,8 +83,8 @@ func (s Stats) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "pending=%d scheduled=%d expired=%d cancelled=%d returned_by_stop=%d",
 		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop)
-	fmt.Fprintf(&b, " resets=%d periodic_runs=%d periodic_skipped=%d schedule_errors=%d",
-		s.Resets, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors)
+	fmt.Fprintf(&b, " resets=%d resets_during_run=%d periodic_runs=%d periodic_skipped=%d schedule_errors=%d",
+		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors)
 	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d context_fallbacks=%d",
 		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks)
 	fmt.Fprintf(&b, " task_panics=%d hook_panics=%d goexits=%d", s.TaskPanics, s.HookPanics, s.Goexits)
@@ -98,6 +103,7 @@ func (h *HashedWheelTimer) Stats() Stats {
 		Expired:          snap.expired,
 		Cancelled:        snap.cancelled,
 		ReturnedByStop:   snap.returned,
+		ResetsDuringRun:  c.resetsDuringRun.Load(),
 		PeriodicRuns:     c.periodicRuns.Load(),
 		PeriodicSkipped:  c.periodicSkipped.Load(),
 		ScheduleErrors:   c.scheduleErrors.Load(),

@@ -40,6 +40,8 @@ func StatsFields() []StatsField {
 			func(s Stats) float64 { return float64(s.ReturnedByStop) }},
 		{"resets", "Resets that returned true.", "{reset}", true,
 			func(s Stats) float64 { return float64(s.Resets) }},
+		{"resets_during_run", "Resets that found a run of their periodic timeout in progress, which completes.", "{reset}", true,
+			func(s Stats) float64 { return float64(s.ResetsDuringRun) }},
 		{"periodic_runs", "Runs of periodic timeouts started.", "{run}", true,
 			func(s Stats) float64 { return float64(s.PeriodicRuns) }},
 		{"periodic_skipped", "Runs of periodic timeouts skipped: due while another waited to start, revoked by a Reset, or missed by a late worker.", "{run}", true,
@@ -79,6 +81,7 @@ func (s Stats) LogValue() slog.Value {
 		slog.Uint64("cancelled", s.Cancelled),
 		slog.Uint64("returned_by_stop", s.ReturnedByStop),
 		slog.Uint64("resets", s.Resets),
+		slog.Uint64("resets_during_run", s.ResetsDuringRun),
 		slog.Uint64("periodic_runs", s.PeriodicRuns),
 		slog.Uint64("periodic_skipped", s.PeriodicSkipped),
 		slog.Uint64("schedule_errors", s.ScheduleErrors),
@@ -103,6 +106,7 @@ type statsJSON struct {
 	Cancelled         uint64  `json:"cancelled"`
 	ReturnedByStop    uint64  `json:"returned_by_stop"`
 	Resets            uint64  `json:"resets"`
+	ResetsDuringRun   uint64  `json:"resets_during_run"`
 	PeriodicRuns      uint64  `json:"periodic_runs"`
 	PeriodicSkipped   uint64  `json:"periodic_skipped"`
 	ScheduleErrors    uint64  `json:"schedule_errors"`
@@ -124,7 +128,7 @@ type statsJSON struct {
 func (s Stats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(statsJSON{
 		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop,
-		s.Resets, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
+		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
 		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks,
 		s.TaskPanics, s.HookPanics, s.Goexits, s.Ticks, s.MaxTickLag.Seconds(),
 	})
@@ -139,7 +143,7 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 	}
 	*s = Stats{
 		j.Pending, j.Scheduled, j.Expired, j.Cancelled, j.ReturnedByStop,
-		j.Resets, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
+		j.Resets, j.ResetsDuringRun, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
 		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks,
 		j.TaskPanics, j.HookPanics, j.Goexits, j.Ticks,
 		time.Duration(math.Round(j.MaxTickLagSeconds * float64(time.Second))),

@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"context"
 
-	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
@@ -71,20 +70,40 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 		h.sleeper.Wake()
 	}
 	h.releaseWhenIdle()
-	select {
-	case <-h.done:
-	case <-ctx.Done():
+	// Each wait looks at what it waits for before the context, so that a
+	// done context returns what has already happened, not a coin toss of
+	// select.
+	if !waitOrDone(ctx, h.done) {
 		return nil, ctx.Err()
 	}
 	result := h.takeStopResult()
-	if dispatch.CalledFromTask() {
+	if h.worker.dispatcher.CalledFromTask() { // a task of this timer: never a task of another
 		return result, nil
 	}
-	select {
-	case <-h.released:
-		return result, nil
-	case <-ctx.Done():
+	if !waitOrDone(ctx, h.released) {
 		return result, ctx.Err()
+	}
+	return result, nil
+}
+
+// waitOrDone waits for c to close and reports whether it did: false once
+// ctx is done, if c has not closed by then.
+func waitOrDone(ctx context.Context, c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+	}
+	select {
+	case <-c:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-c:
+			return true
+		default:
+			return false
+		}
 	}
 }
 

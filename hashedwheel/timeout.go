@@ -61,6 +61,9 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		if w&claimedBit != 0 {
 			h.counters.periodicSkipped.Add(1)
 		}
+		if w&runningBit != 0 { // that run completes, maybe begun after we return
+			h.counters.resetsDuringRun.Add(1)
+		}
 		h.counters.resets.add()
 		// A queued timeout is filed by the deadline the worker reads when
 		// it takes it in; a scheduled one is filed by an older deadline,

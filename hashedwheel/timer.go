@@ -64,7 +64,11 @@ type Timeout interface {
 	// returns false, and the caller schedules anew. A Reset that returned
 	// true holds until a later successful Reset or Cancel: no run starts
 	// before its deadline, a periodic timeout's run claimed and not yet
-	// started included, except a run already in progress. Reset never
+	// started included, except a run already in progress. That run is one
+	// the timer started before Reset took effect: its function may still
+	// reach its first line after Reset returned, as soon as its goroutine
+	// is scheduled (docs/guarantees.md gives the bound measured), and
+	// Stats.ResetsDuringRun counts the Resets that found one. Reset never
 	// blocks; pushing a deadline later, as a heartbeat does, allocates
 	// nothing.
 	Reset(delay time.Duration) bool
@@ -118,7 +122,8 @@ type Interface interface {
 // method, so a cron expression can drive a timer.
 //
 // The timer calls Next on its worker goroutine, as it calls a Cancelled
-// hook: it must return quickly and must not block.
+// hook: it must return quickly and must not block. Its argument is a
+// wall-clock time: the time named for the run just claimed.
 type Scheduler interface {
 	Next(time.Time) time.Time
 }

@@ -29,6 +29,9 @@ type wheel struct {
 	// earliest is a tick before which no timeout in the wheel is due:
 	// lowered by each link, recomputed once the wheel reaches it.
 	earliest int64
+	// schedules holds the timeouts of ScheduleFunc that walks found due,
+	// still linked, for the worker to claim once the walk is done.
+	schedules []*timeout
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
@@ -107,7 +110,8 @@ type expiry struct {
 // now, unlinks it and appends it to due; it claims each due run of a
 // periodic timeout, appends it to due and files the timeout for its next
 // run; and it files elsewhere each timeout that a Reset moved to another
-// bucket's tick. Cancelled timeouts are left for the cancellation pass.
+// bucket's tick. Cancelled timeouts are left for the cancellation pass;
+// due timeouts of ScheduleFunc, for the worker to claim (wh.schedules).
 // now is the clock, in nanoseconds after the start, at or after the end of
 // the current tick.
 func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
@@ -149,22 +153,24 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 			ex.misplaced++
 			b.minDue = min(b.minDue, wh.tick)
 			return due
+		case t.period == scheduledPeriod:
+			// Its claim calls the Scheduler's Next, user code that may
+			// call Stop or runtime.Goexit: it waits, linked, until the
+			// walk is done (worker.claimSchedules).
+			wh.schedules = append(wh.schedules, t)
+			return due
 		case t.period != 0:
-			next, run, skipped, ended := t.claimPeriodic(w, wh.tickOf(now)*wh.tickDuration)
+			next, run, skipped := t.claimPeriodic(w, wh.tickOf(now)*wh.tickDuration)
 			if !t.word.CompareAndSwap(w, next) {
 				continue
 			}
 			ex.skipped += skipped
-			if ended {
-				wh.remove(t)
-				ex.expired++
-			} else {
-				wh.unlink(t)
-				wh.link(t, deadlineOf(next)/wh.tickDuration)
-			}
+			wh.unlink(t)
+			wh.link(t, deadlineOf(next)/wh.tickDuration)
 			if !run {
 				return due
 			}
+			t.markRunFor(d)
 			ex.runs++
 			return append(due, t)
 		case t.word.CompareAndSwap(w, withState(w, stateExpired)):

@@ -32,6 +32,8 @@ type worker struct {
 	grewAt        int64      // when a dispatch last needed a storm-sized list
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
+	hookNext      int        // hooked[:hookNext] have run or are running
+	claimFrom     int64      // the start of the tick covering the pass's now, for claimSchedules
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
@@ -77,11 +79,15 @@ func (w *worker) run() {
 	returned = true
 }
 
-// finishInterrupted finishes what a task or hook that called
-// runtime.Goexit interrupted: the rest of an inline dispatch, the rest of
-// the hooks to call.
+// finishInterrupted finishes what a task, hook or Scheduler's Next that
+// called runtime.Goexit interrupted: the rest of an inline dispatch, the
+// schedules to claim and the tasks claimed with them, the hooks to call.
 func (w *worker) finishInterrupted() {
 	w.dispatcher.RunInline()
+	if len(w.wheel.schedules) > 0 {
+		w.claimSchedules()
+		w.dispatchExpired(w.timer.now())
+	}
 	w.runCancelledHooks()
 }
 

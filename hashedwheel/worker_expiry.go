@@ -29,7 +29,73 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 			"count", ex.misplaced, "tick", wh.tick-1)
 	}
 	w.countTick(lag, ex)
-	return ex.expired+ex.runs+ex.skipped > 0
+	claimed = ex.expired+ex.runs+ex.skipped > 0
+	if len(wh.schedules) > 0 {
+		w.claimFrom = wh.tickOf(now) * wh.tickDuration
+		claimed = w.claimSchedules() || claimed
+	}
+	return claimed
+}
+
+// claimSchedules claims the runs of the timeouts of ScheduleFunc that the
+// walk found due, once the walk is done and the tasks it claimed are in
+// w.due: their Scheduler's Next is user code, which may call Stop or
+// runtime.Goexit, or panic, and must find the wheel in order. Each stays
+// listed until its claim is done, so that a goroutine that takes over
+// after a Goexit finds it again, and ends its runs (see callNext). It
+// reports whether it claimed or skipped any run.
+func (w *worker) claimSchedules() (claimed bool) {
+	h, wh := w.timer, w.wheel
+	for len(wh.schedules) > 0 && !w.stopped {
+		t := wh.schedules[0]
+		// Both clocks read together: the wall clock may have stepped since
+		// the walk, and since the timer started.
+		now, wallNow := h.now(), h.clock.Now()
+		if w.claimSchedule(t, now, wallNow) {
+			claimed = true
+		}
+		wh.schedules[0] = nil
+		wh.schedules = wh.schedules[1:]
+	}
+	if len(wh.schedules) == 0 || w.stopped { // Stop cleared the wheel
+		clear(wh.schedules)
+		wh.schedules = wh.schedules[:0:0]
+	}
+	return claimed
+}
+
+// claimSchedule claims the run of t, a timeout of ScheduleFunc found due,
+// at now and wallNow, and files it for its next run, unless it was
+// cancelled or moved by a Reset meanwhile; it reports whether it claimed
+// or skipped a run.
+func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
+	h, wh := w.timer, w.wheel
+	for {
+		word := t.word.Load()
+		if stateOf(word) != stateScheduled {
+			return false // cancelled: the cancellation pass, or Stop, unlinks it
+		}
+		if deadlineOf(word) > now { // a Reset moved it later
+			wh.refile(t)
+			return false
+		}
+		next, run, skipped, ended, c := t.claimScheduled(word, now, wallNow, w.claimFrom)
+		if !t.word.CompareAndSwap(word, next) {
+			continue
+		}
+		t.task.(*scheduledTask).commit(c)
+		h.counters.periodicSkipped.Add(uint64(skipped))
+		if ended {
+			wh.remove(t)
+			w.countExpired(1)
+		} else {
+			wh.refile(t)
+		}
+		if run {
+			w.due = append(w.due, t)
+		}
+		return run || skipped > 0 || ended
+	}
 }
 
 // countTick updates the counters after a tick with lag and what its walk
@@ -41,15 +107,21 @@ func (w *worker) countTick(lag int64, ex expiry) {
 		w.maxLag = lag
 		h.counters.maxTickLag.Store(lag)
 	}
-	if ex.expired > 0 {
+	w.countExpired(ex.expired)
+	h.counters.periodicSkipped.Add(uint64(ex.skipped))
+}
+
+// countExpired counts n timeouts expired.
+func (w *worker) countExpired(n int) {
+	h := w.timer
+	if n > 0 {
 		// Count them out before they run, so that a task can schedule
 		// again at the pending limit (Netty a0e375bbc0).
-		h.counters.addProcessed(&h.counters.expired, uint64(ex.expired))
+		h.counters.addProcessed(&h.counters.expired, uint64(n))
 		if h.maxPending > 0 {
-			h.admitted.Add(-int64(ex.expired))
+			h.admitted.Add(-int64(n))
 		}
 	}
-	h.counters.periodicSkipped.Add(uint64(ex.skipped))
 }
 
 // maxDeferredDue bounds the claimed timeouts a late worker collects over

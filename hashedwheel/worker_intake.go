@@ -67,17 +67,18 @@ func (w *worker) countCancellations() {
 // so far.
 func (w *worker) runCancelledHooks() {
 	w.countCancellations()
-	// Each entry is cleared before its hook runs: a hook may call Stop,
-	// which runs the rest, or runtime.Goexit, after which the worker's
-	// next goroutine does.
-	for i, t := range w.hooked {
-		if t == nil {
-			continue
-		}
-		w.hooked[i] = nil
+	// A queue read through w at each step, never a copy of the slice: a
+	// hook may call Stop, whose shutdown appends to the list (reallocating
+	// it) and runs the rest itself, or runtime.Goexit, after which the
+	// worker's next goroutine does. Each entry is taken before its hook
+	// runs, so that none runs twice.
+	for w.hookNext < len(w.hooked) {
+		t := w.hooked[w.hookNext]
+		w.hooked[w.hookNext] = nil
+		w.hookNext++
 		w.timer.runCancelledHook(t)
 	}
-	w.hooked = w.hooked[:0]
+	w.hooked, w.hookNext = w.hooked[:0], 0
 }
 
 // maxTransfersPerTick bounds the new timeouts moved into the wheel per

@@ -54,14 +54,21 @@ func (w *worker) shutdown() {
 			stopQueued(t)
 		}
 	}
-	// Timeouts cancelled in a bucket are skipped here: their cancellation
-	// is in a queue, drained below, or completed by Cancel itself once the
-	// queue is closed.
-	w.wheel.clear(func(t *timeout) { stop(t) })
+	// A timeout found cancelled in a bucket was cancelled by a Cancel,
+	// whose report to the worker is queued or still to come: its
+	// cancellation is completed here, its hook called on this goroutine
+	// with the others, and the report dropped, whether it reached the
+	// queue before it closed or found it closed. Once the wheel is clear,
+	// no Cancel can succeed on a timeout that was in it.
+	w.wheel.clear(func(t *timeout) {
+		if !stop(t) {
+			w.cancellationDone(t)
+		}
+	})
 	for i := range h.shards {
 		s := &h.shards[i]
 		s.cancelled.Close()
-		drain(s.cancelled, w.cancellationDone)
+		drain(s.cancelled, func(*timeout) {})
 		s.moved.Close()
 		drain(s.moved, func(*timeout) {})
 	}

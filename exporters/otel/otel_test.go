@@ -111,8 +111,8 @@ func TestRegisterReportsEveryFieldOfEachTimer(t *testing.T) {
 	fake.WaitAsleep()
 
 	other := hashedwheel.Stats{Pending: 1, Scheduled: 2, Expired: 3, Cancelled: 4, ReturnedByStop: 5, Resets: 6,
-		PeriodicRuns: 7, PeriodicSkipped: 8, ScheduleErrors: 9, RejectedFull: 10, RejectedStopped: 11,
-		ExecutorFailures: 12, ContextFallbacks: 13, TaskPanics: 14, HookPanics: 15, Goexits: 16, Ticks: 17,
+		ResetsDuringRun: 7, PeriodicRuns: 8, PeriodicSkipped: 9, ScheduleErrors: 10, RejectedFull: 11, RejectedStopped: 12,
+		ExecutorFailures: 13, ContextFallbacks: 14, TaskPanics: 15, HookPanics: 16, Goexits: 17, Ticks: 18,
 		MaxTickLag: 1500 * time.Millisecond}
 	orders, err := wheelotel.Register(meter, "orders", timer)
 	require.NoError(t, err)
