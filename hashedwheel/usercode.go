@@ -54,6 +54,8 @@ func taskName(task TimerTask) string {
 		return funcName(f)
 	case TaskFunc:
 		return funcName(f)
+	case *everyTask:
+		return funcName(f.f)
 	case *scheduledTask:
 		return funcName(f.f)
 	}
