@@ -53,14 +53,17 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // Deadline reports deadline. Once it has passed, Err returns
 // context.DeadlineExceeded and context.Cause returns it too; contexts
 // derived from the returned one see the same. Cancelling parent cancels
-// the context at once, with parent's error and cause, with no goroutine
-// per context. The CancelFunc and the deadline reach contexts derived
-// directly from it (context.WithCancel, WithTimeout, AfterFunc, or this
-// timer's WithDeadline on it) before they return, as the package's do; a
-// cancellation of parent reaches them through one goroutine per context,
-// and contexts derived through a wrapper (context.WithValue, a struct
-// embedding the context) join through a goroutine each, as the context
-// package joins any context it cannot see into. A parent whose deadline is
+// the context itself before parent's cancel returns, with parent's error
+// and cause: the context package joins it to parent as it joins its own
+// contexts, and a live context costs no goroutine. The CancelFunc and the
+// deadline reach contexts derived directly from it (context.WithCancel,
+// WithTimeout, AfterFunc, or this timer's WithDeadline on it) before they
+// return, as the package's do; a cancellation of parent reaches them a
+// moment later, through one goroutine that it starts for all the contexts
+// derived from this one. Contexts derived through a wrapper
+// (context.WithValue, a struct embedding the context) join through a
+// goroutine each while they live, as the context package joins any
+// context it cannot see into. A parent whose deadline is
 // earlier keeps it, as with context.WithDeadline. A deadline already past,
 // or a parent already done, returns a context already done that holds no
 // timeout. A nil parent panics, as with the context package.

@@ -6,9 +6,14 @@ import (
 )
 
 var (
-	// ErrStopped is returned by NewTimeout, AfterFunc, Every and Start
-	// once Stop has been called. A NewTimeout that fails with ErrStopped scheduled
-	// nothing: its task never runs.
+	// ErrStopped is returned by Start, NewTimeout, AfterFunc, Every,
+	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped, and
+	// by no other method (After returns a closed channel instead). A
+	// call that fails with it scheduled nothing: its task never runs. The
+	// timer is stopped from the first call of Stop or StopContext on; a
+	// stopped timer's WithTimeout and WithDeadline return the context
+	// package's contexts instead (Stats.ContextFallbacks), and
+	// keyed.Timers.Set wraps this error.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
 	// ErrTooManyPendingTimeouts is returned by NewTimeout when the timer

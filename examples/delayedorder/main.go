@@ -15,7 +15,7 @@
 // pending, and checks the whole database. Interrupt it and run it again:
 // the orders left pending are picked up.
 //
-//	cd examples/delayedorder && go run . [-db file] [-orders 200] [-pay-within 2s] [-events]
+//	cd examples/delayedorder && go run . [-db delayedorder.db] [-orders 200] [-pay-within 2s] [-events]
 package main
 
 import (
@@ -26,9 +26,13 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"syscall"
 )
+
+// defaultDB is the database file of a run without -db: in the working
+// directory, where a second run, after a restart of the machine too, finds
+// the orders the first one left.
+const defaultDB = "delayedorder.db"
 
 func main() {
 	os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
@@ -40,7 +44,7 @@ func realMain(args []string, stdout, stderr io.Writer) int {
 	cfg := defaultConfig()
 	fs := flag.NewFlagSet("delayedorder", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&cfg.DB, "db", filepath.Join(os.TempDir(), "wheeltimer-delayedorder.db"), "SQLite database file (created if missing)")
+	fs.StringVar(&cfg.DB, "db", defaultDB, "SQLite database file, created if missing; the default is in the working directory")
 	fs.IntVar(&cfg.Orders, "orders", cfg.Orders, "orders to place (0: only settle the pending ones)")
 	fs.DurationVar(&cfg.PlaceOver, "place-over", cfg.PlaceOver, "orders are placed over this period")
 	fs.DurationVar(&cfg.PayWithin, "pay-within", cfg.PayWithin, "unpaid orders are cancelled this long after placement")

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -75,4 +76,23 @@ func TestRealMainRejectsBadArguments(t *testing.T) {
 	assert.Equal(t, 1, realMain([]string{"-db", db, "-pay", "1.5"}, &stdout, &stderr))
 	assert.Contains(t, stderr.String(), "invalid configuration")
 	assert.NoFileExists(t, db, "nothing is created for a bad configuration")
+}
+
+// TestDefaultDatabaseIsInTheWorkingDirectory: without -db the orders go
+// to delayedorder.db in the working directory, which the flag's help and
+// the README state.
+func TestDefaultDatabaseIsInTheWorkingDirectory(t *testing.T) {
+	readme, err := os.ReadFile("README.md")
+	require.NoError(t, err)
+	assert.Contains(t, strings.Join(strings.Fields(string(readme)), " "),
+		"`"+defaultDB+"` in the working directory", "the README states the default")
+
+	var stdout, stderr bytes.Buffer
+	realMain([]string{"-h"}, &stdout, &stderr) // prints the flags and their defaults
+	assert.Contains(t, stderr.String(), `(default "`+defaultDB+`")`)
+
+	t.Chdir(t.TempDir())
+	stderr.Reset()
+	require.Equal(t, 0, realMain([]string{"-orders", "0"}, &stdout, &stderr), stderr.String())
+	assert.FileExists(t, defaultDB)
 }

@@ -13,9 +13,12 @@
 // seconds, cancels most of them, as a server cancels the deadline of each
 // request that is answered in time, and lets the rest fire, once on the
 // wheel and once on time.AfterFunc. A progress line shows the pending,
-// fired and cancelled counts, the event rate and the worst lateness so
-// far. The summary sets side by side how much memory each pending timeout
-// holds and how late the timeouts fire (p50, p99, max; never early). A
+// fired and cancelled counts; it prints no rate or lateness, which would
+// be figures of a moment (the first second is the workload's own burst of
+// scheduling and cancelling, the same on both timers). The summary sets
+// side by side what was measured over each whole run: how much memory
+// each pending timeout holds and how late the timeouts fire (p50, p99,
+// max; never early). A
 // timer that fired more than 1% of the timeouts it was to cancel, or whose
 // tasks ran a median of more than 100ms past their deadline and its
 // resolution, had too little CPU to be compared: its run is void, and no
@@ -329,7 +332,6 @@ type runState struct {
 	cancelled atomic.Int64
 	scheduled atomic.Int64
 	early     atomic.Int64
-	worst     atomic.Int64  // the worst lateness so far
 	remaining atomic.Int64  // neither fired nor cancelled
 	done      chan struct{} // closed when remaining reaches 0
 }
@@ -341,12 +343,6 @@ func (s *runState) fire(i int) {
 		s.early.Add(1)
 	}
 	s.lateness[s.fired.Add(1)-1] = late
-	for {
-		w := s.worst.Load()
-		if int64(late) <= w || s.worst.CompareAndSwap(w, int64(late)) {
-			break
-		}
-	}
 	s.finish()
 }
 
@@ -479,20 +475,13 @@ func startProgress(cfg config, out io.Writer, label string, s *runState) *progre
 		defer close(p.done)
 		ticker := time.NewTicker(cfg.Progress)
 		defer ticker.Stop()
-		last, lastEvents, width := time.Now(), int64(0), 0
+		width := 0
 		show := func(final bool) {
-			now := time.Now()
 			fired, cancelled := s.fired.Load(), s.cancelled.Load()
-			events := s.scheduled.Load() + fired + cancelled
-			rate := float64(events-lastEvents) / now.Sub(last).Seconds()
-			if final {
-				rate = float64(events) / now.Sub(s.start).Seconds()
-			}
-			last, lastEvents = now, events
-			// At most 79 columns, so that \r rewrites it on an 80-column terminal.
-			line := fmt.Sprintf("%-9s pending %5s fired %5s cancelled %5s rate %7s worst %6s",
-				label, si(s.scheduled.Load()-fired-cancelled), si(fired), si(cancelled),
-				si(int64(rate))+"/s", worst(time.Duration(s.worst.Load())))
+			// Counts only: a rate or a lateness of the moment describes the
+			// workload's phase, not the timer (the summary has the run's).
+			line := fmt.Sprintf("%-9s pending %5s fired %5s cancelled %5s",
+				label, si(s.scheduled.Load()-fired-cancelled), si(fired), si(cancelled))
 			if !cfg.TTY {
 				fmt.Fprintln(out, line)
 				return
@@ -517,7 +506,7 @@ func startProgress(cfg config, out io.Writer, label string, s *runState) *progre
 	return p
 }
 
-// stop prints the last line, with the average rate, and returns once the
+// stop prints the last line and returns once the
 // progress goroutine has exited. It may be called more than once.
 func (p *progress) stop() {
 	p.once.Do(func() { close(p.quit) })
@@ -576,14 +565,6 @@ func printSummary(out io.Writer, cfg config, rs []result) {
 	fmt.Fprintf(out, "\nThe wheel fires a timeout on the first tick that ends after its deadline, so it\n"+
 		"is up to one tick (%v) late by design, plus however long its worker and the\n"+
 		"task wait for a processor; a timer heap is precise but costs more.\n", cfg.Tick)
-}
-
-// worst formats the worst lateness so far; none before the first firing.
-func worst(d time.Duration) string {
-	if d == 0 {
-		return "-"
-	}
-	return fmtDur(d)
 }
 
 // si formats n with a k or M suffix and three significant digits.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"runtime"
 	"strings"
 	"testing"
@@ -237,4 +238,32 @@ func lineWith(s, sub string) string {
 		}
 	}
 	return ""
+}
+
+// TestRunPrintsOnlyWholeRunFigures: the progress lines give counts, no
+// rate and no lateness of the moment (the first second's rate was the
+// workload's own burst, the same on both timers); the figures printed are
+// the summary's, measured over each whole run.
+func TestRunPrintsOnlyWholeRunFigures(t *testing.T) {
+	cfg := smallConfig()
+	cfg.Rounds = 0
+	var out bytes.Buffer
+	if err := run(context.Background(), cfg, &out); err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	got := out.String()
+	progress := regexp.MustCompile(`^(wheel|AfterFunc) +pending +\S+ fired +\S+ cancelled +\S+$`)
+	lines := 0
+	for _, l := range strings.Split(got, "\n") {
+		if strings.HasPrefix(l, "wheel ") || strings.HasPrefix(l, "AfterFunc ") {
+			lines++
+			assert.Regexp(t, progress, l, "a progress line with more than counts")
+		}
+	}
+	assert.GreaterOrEqual(t, lines, 2, "a progress line for each timer at least")
+	assert.NotContains(t, got, "/s", "a rate")
+	assert.NotContains(t, got, "rate")
+	if t.Failed() {
+		t.Log(got)
+	}
 }
