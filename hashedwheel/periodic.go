@@ -37,7 +37,7 @@ func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 
 // claimPeriodic returns the state word of a periodic timeout, read as w
 // and due, once the worker claims its run, from being the start of the
-// tick covering now; whether to dispatch the run; how many runs it
+// first tick not ended at now; whether to dispatch the run; how many runs it
 // skipped; and whether the runs end, the timeout then expired.
 func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch bool, skipped int, ended bool) {
 	d := deadlineOf(w)
@@ -61,12 +61,13 @@ func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch boo
 }
 
 // nextFixedRun returns the deadline of the run of a timeout of the given
-// period that follows its run due at d, from being the start of the tick
-// covering now: the first of d + k·period, k ≥ 1, at or after from, so
-// that runs keep to their rate, one a tick at most, and a late worker
-// skips the runs of the ticks it missed; and how many it skipped.
+// period that follows its run due at d, from being the start of the first
+// tick not ended at now: the first of d + k·period, k ≥ 1, after from, in
+// a tick yet to end, so that runs keep to their rate, one a tick at most,
+// and a late worker skips the runs of the ticks it missed; and how many it
+// skipped.
 func nextFixedRun(d, from, period int64) (next int64, skipped int) {
-	k := max((from-d+period-1)/period, 1)
+	k := max((from-d)/period+1, 1)
 	if k > (math.MaxInt64-d)/period {
 		return math.MaxInt64, 0
 	}
@@ -108,10 +109,10 @@ func (t *timeout) nextScheduledRun(d, from int64) (next int64, skipped int, ok b
 	s := t.task.(*scheduledTask)
 	s.runFor = d
 	next, ok = t.callNext(s, d)
-	for ok && next < from {
+	for ok && next <= from { // due in a tick that has ended
 		skipped++
 		if skipped == maxCatchUp {
-			next, ok = t.callNext(s, from-1)
+			next, ok = t.callNext(s, from)
 			break
 		}
 		next, ok = t.callNext(s, next)

@@ -10,8 +10,8 @@ import (
 // now returns the clock, in nanoseconds after the start.
 func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
 
-// tickOf returns the tick that covers instant d.
-func (h *HashedWheelTimer) tickOf(d int64) int64 { return d / h.tickNanos }
+// tickDue returns the tick that covers deadline d (see wheel.tickDue).
+func (h *HashedWheelTimer) tickDue(d int64) int64 { return tickDue(d, h.tickNanos) }
 
 // deadline returns the deadline of a timeout made at now with delay, in
 // nanoseconds after the start: now for a delay of zero or less, and
