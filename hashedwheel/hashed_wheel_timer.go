@@ -41,6 +41,7 @@ type HashedWheelTimer struct {
 	shardMask  uint32
 	maxPending int64
 	sleeper    clock.Sleeper
+	watcher    clock.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
 
 	_ cpu.CacheLinePad
 
@@ -135,6 +136,10 @@ func (h *HashedWheelTimer) Start() error {
 		h.executor, h.ownsExecutor = exec, true
 	}
 	h.sleeper = h.clock.NewSleeper()
+	if w, ok := h.sleeper.(clock.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
+		h.watcher = w
+		w.Watch(watched{h})
+	}
 	// The wall time first: startTime is then never after the instant of
 	// startNanos, so a Deadline it reports is never later than the one the
 	// worker enforces, and a task never runs before the Deadline it sees.
@@ -223,8 +228,18 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		return ErrStopped
 	}
 	h.nudgeWorker(uint64(count))
+	if h.watcher != nil {
+		h.watcher.Accepted()
+	}
 	return nil
 }
+
+// watched shows a timer to its clock.Fake.
+type watched struct{ h *HashedWheelTimer }
+
+func (w watched) Pending() int64 { return w.h.PendingTimeouts() }
+func (w watched) Unseen() bool   { return !w.h.intakeEmpty() }
+func (w watched) Worker() uint64 { return w.h.workerID.Load() }
 
 // startIfNeeded starts the timer unless it runs, counting a refusal.
 func (h *HashedWheelTimer) startIfNeeded() error {
