@@ -106,6 +106,13 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 // words: a nil parent is a programming error there too.
 const errNilParent = "cannot create context from nil parent"
 
+// Now returns the current time on the timer's clock (WithClock): the
+// runtime's time.Now() by default, a clock.Fake's time in a test, so that
+// code stamping times with the timer's Now follows the fake. Deadlines
+// the timer reports (Timeout.Deadline, a context's Deadline) are on the
+// same clock.
+func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
+
 // wallNow reads the timer's wall clock, after setting up a zero
 // HashedWheelTimer, whose clock is chosen then.
 func (h *HashedWheelTimer) wallNow() time.Time {

@@ -92,7 +92,7 @@ type Interface interface {
 	Timer
 	// Start, AfterFunc, Every, ScheduleFunc, WithTimeout,
 	// WithTimeoutCause, WithDeadline, WithDeadlineCause, StopContext,
-	// PendingTimeouts and Stats are HashedWheelTimer's; see their
+	// PendingTimeouts, Stats and Now are HashedWheelTimer's; see their
 	// documentation there.
 	Start() error
 	AfterFunc(delay time.Duration, f func()) (Timeout, error)
@@ -105,6 +105,7 @@ type Interface interface {
 	StopContext(ctx context.Context) ([]Timeout, error)
 	PendingTimeouts() int64
 	Stats() Stats
+	Now() time.Time
 }
 
 // Scheduler gives the times at which ScheduleFunc runs a function. Next
