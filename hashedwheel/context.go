@@ -44,11 +44,14 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 
 // WithDeadline returns a copy of parent whose deadline is no later than
 // deadline, as context.WithDeadline does, except that the timer enforces
-// the deadline at its resolution: Done is closed at the first tick end
-// after the deadline, never before it, or when the returned CancelFunc is
-// called, or when parent's Done is closed, whichever happens first. The
+// the deadline at its resolution: Done is closed at the first tick end at
+// or after the deadline, never before it, or when the returned CancelFunc
+// is called, or when parent's Done is closed, whichever happens first. The
 // deadline is read on the timer's clock (WithClock): on a clock.Fake the
-// context expires when the fake is advanced past it.
+// context expires when the fake is advanced to it. A parent's deadline is
+// compared with deadline as a wall time, whichever clock it came from: on
+// a clock.Fake, give parents no runtime deadline (context.Background, or
+// contexts of the same timer).
 //
 // Deadline reports deadline. Once it has passed, Err returns
 // context.DeadlineExceeded and context.Cause returns it too; contexts
@@ -77,6 +80,9 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // clock; Stats counts those in ContextFallbacks. A context still live at
 // Stop outlives it the same way: Stop moves its deadline to a runtime
 // timer, which the CancelFunc stops, and does not return its timeout.
+// Those runtime timers do not follow a clock.Fake: a test on a fake clock
+// keeps its timer running and under its limit, and can check that
+// Stats().ContextFallbacks stays 0.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }

@@ -59,7 +59,7 @@ type Timeout interface {
 	Cancel() bool
 	// Reset moves the deadline of a timeout that has neither expired nor
 	// been cancelled to now + delay, clamped as NewTimeout clamps it, and
-	// returns true: the task then runs once, at the first tick end after
+	// returns true: the task then runs once, at the first tick end at or after
 	// the new deadline, never before it. Otherwise it changes nothing and
 	// returns false, and the caller schedules anew. A Reset that returned
 	// true holds until a later successful Reset or Cancel: no run starts
