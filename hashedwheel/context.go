@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
 // WithTimeout returns WithDeadline(parent, now.Add(d)), now read on the
@@ -124,6 +126,13 @@ func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
 func (h *HashedWheelTimer) wallNow() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
+		if h.shards == nil && goid.Bubble() != h.bubble {
+			// A zero timer touched first in a testing/synctest bubble: set
+			// nothing up there (Start refuses it); its default clock reads
+			// time.Now.
+			h.startMu.Unlock()
+			return time.Now()
+		}
 		h.initZero()
 		h.startMu.Unlock()
 	}

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -58,6 +59,7 @@ type HashedWheelTimer struct {
 	stopResult   []Timeout     // written by the worker before done closes; taken by the first Stop after
 	releaseOnce  sync.Once
 	released     chan struct{} // closed once every task has returned and the own pool is gone
+	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
 }
 
 var _ Interface = (*HashedWheelTimer)(nil)
@@ -81,7 +83,7 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	h := &HashedWheelTimer{}
+	h := &HashedWheelTimer{bubble: goid.Bubble()}
 	h.init(cfg)
 	return h, nil
 }
@@ -127,7 +129,13 @@ func (h *HashedWheelTimer) Start() error {
 	case timerStopped:
 		return ErrStopped
 	}
+	if goid.Bubble() != h.bubble { // before initZero: nothing made in the bubble
+		return bubbleError("Start")
+	}
 	h.initZero()
+	if h.clock.Nanotime() < 0 {
+		return bubbleError("Start")
+	}
 	if h.executor == nil {
 		exec, err := pool.NewAnts(pool.DefaultSize, pool.WithLogger(h.config.logger))
 		if err != nil {
@@ -150,6 +158,17 @@ func (h *HashedWheelTimer) Start() error {
 	go h.worker.run()
 	h.state.Store(timerStarted)
 	return nil
+}
+
+// bubbleError is the error of what, called on a timer in a
+// testing/synctest bubble it was not made in (a zero HashedWheelTimer is
+// made in none). Start refuses there: the timer's goroutines would
+// outlive the bubble, and the default clock, made outside and read
+// inside, runs on the bubble's time from an origin outside it, which
+// reads as negative.
+func bubbleError(what string) error {
+	return fmt.Errorf("%w: %s: make the timer with New inside the bubble and Stop it there, or give it a clock.Fake (WithClock)",
+		ErrSynctestBubble, what)
 }
 
 // NewTimeout schedules task to run once, after delay, on the timer's
@@ -214,10 +233,19 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		h.counters.rejectedFull.Add(1)
 		return tooManyPending(h.maxPending)
 	}
+	now := h.now()
+	if now < 0 {
+		// The clock read earlier than at the start: another time domain, a
+		// testing/synctest bubble the timer was not started in.
+		if h.maxPending > 0 {
+			h.admitted.Add(-1)
+		}
+		return bubbleError("NewTimeout")
+	}
 	t.timer, t.period = h, period
 	// A plain write: t is not yet published, and the push that publishes
 	// it orders the write before any load of the word.
-	*(*uint64)(unsafe.Pointer(&t.word)) = withDeadline(stateQueued, deadline(h.now(), delay))
+	*(*uint64)(unsafe.Pointer(&t.word)) = withDeadline(stateQueued, deadline(now, delay))
 	count, ok := h.shardOf(t).push(t)
 	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.

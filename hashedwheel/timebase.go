@@ -10,7 +10,12 @@ import (
 // now returns the clock, in nanoseconds after the start.
 func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
 
-// tickDue returns the tick that covers deadline d (see wheel.tickDue).
+// tickDue returns the tick of length tick covering deadline, ≥ 0: tick n
+// covers (n·tick, (n+1)·tick], so a deadline on a tick's end is due at
+// that end. Go's division truncates, so deadline 0 gives tick 0.
+func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
+
+// tickDue returns the tick that covers deadline d.
 func (h *HashedWheelTimer) tickDue(d int64) int64 { return tickDue(d, h.tickNanos) }
 
 // deadline returns the deadline of a timeout made at now with delay, in

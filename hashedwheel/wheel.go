@@ -223,11 +223,6 @@ func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration 
 // the first whose end is at or after it (tick 0 for deadline 0).
 func (wh *wheel) tickDue(deadline int64) int64 { return tickDue(deadline, wh.tickDuration) }
 
-// tickDue returns the tick of length tick covering deadline, ≥ 0: tick n
-// covers (n·tick, (n+1)·tick], so a deadline on a tick's end is due at
-// that end. Go's division truncates, so deadline 0 gives tick 0.
-func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
-
 // tickEnd returns the instant, in nanoseconds after the start, at which the
 // current tick may be expired.
 func (wh *wheel) tickEnd() int64 { return wh.endOf(wh.tick) }
