@@ -32,6 +32,7 @@ type Fake struct {
 	busy     int            // tasks handed to executors that have not returned
 	running  map[uint64]int // goroutines running a task (Watcher.Enter), by id
 	sleepers []*fakeSleeper
+	funcs    []*fakeFunc // of AfterFunc, not yet called
 }
 
 // NewFake returns a fake clock whose Now reads start and whose Nanotime
@@ -76,11 +77,12 @@ func (f *Fake) Advance(d time.Duration) {
 	target := f.target
 	for {
 		f.waitSettled()
-		next := min(f.sleepingUntil(), target)
+		next := min(f.sleepingUntil(), f.nextFunc(), target)
 		if next > f.elapsed {
 			f.elapsed = next
 			f.changed.Broadcast()
 		}
+		f.runDueFuncs()
 		if f.elapsed >= target {
 			f.waitSettled()
 			return
@@ -95,7 +97,70 @@ func (f *Fake) Jump(d time.Duration) {
 	f.mu.Lock()
 	f.elapsed += int64(max(d, 0))
 	f.changed.Broadcast()
+	f.runDueFuncs()
 	f.mu.Unlock()
+}
+
+// fakeFunc is a function of AfterFunc, due at instant at.
+type fakeFunc struct {
+	at int64
+	f  func()
+}
+
+// AfterFunc calls f once the clock has moved d ahead, on the goroutine of
+// the Advance or Jump that gets it there, before Advance returns, as
+// time.AfterFunc does on the runtime's clock. The returned stop prevents
+// the call, reporting whether it did. hashedwheel keeps with it the
+// deadline of a context it cannot keep on its wheel (a stopped or full
+// timer), so that the context follows the fake clock too.
+func (f *Fake) AfterFunc(d time.Duration, fn func()) (stop func() bool) {
+	ff := &fakeFunc{f: fn}
+	f.mu.Lock()
+	ff.at = f.elapsed + int64(max(d, 0))
+	f.funcs = append(f.funcs, ff)
+	f.mu.Unlock()
+	return func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, x := range f.funcs {
+			if x == ff {
+				f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// nextFunc returns the instant of the first function of AfterFunc, or
+// Forever.
+func (f *Fake) nextFunc() int64 {
+	next := Forever
+	for _, x := range f.funcs {
+		next = min(next, x.at)
+	}
+	return next
+}
+
+// runDueFuncs calls, without the lock, the functions of AfterFunc due by
+// now, in the order of their instants.
+func (f *Fake) runDueFuncs() {
+	for {
+		i := -1
+		for j, x := range f.funcs {
+			if x.at <= f.elapsed && (i < 0 || x.at < f.funcs[i].at) {
+				i = j
+			}
+		}
+		if i < 0 {
+			return
+		}
+		fn := f.funcs[i].f
+		f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
+		f.mu.Unlock()
+		fn()
+		f.mu.Lock()
+	}
 }
 
 // Settle blocks until every timer on the clock is asleep until an instant

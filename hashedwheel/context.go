@@ -39,6 +39,9 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	}
 	c := &wheelContext{cause: cause}
 	if !h.arm(c, parent, d) {
+		if ac, ok := h.clock.(afterFuncClock); ok {
+			return h.clockFallback(ac, parent, h.wallNow().Add(d), d, cause)
+		}
 		return context.WithTimeoutCause(parent, d, cause)
 	}
 	return c, c.cancel
@@ -79,12 +82,12 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // deadline or the CancelFunc. While the timer is stopped, or at its
 // WithMaxPendingTimeouts limit, WithDeadline returns context.WithDeadline's
 // context instead, whose deadline a runtime timer keeps on the runtime's
-// clock; Stats counts those in ContextFallbacks. A context still live at
+// clock (on a clock.Fake, a context whose deadline the fake keeps, with
+// Fake.AfterFunc); Stats counts those in ContextFallbacks. A context still live at
 // Stop outlives it the same way: Stop moves its deadline to a runtime
 // timer, which the CancelFunc stops, and does not return its timeout.
-// Those runtime timers do not follow a clock.Fake: a test on a fake clock
-// keeps its timer running and under its limit, and can check that
-// Stats().ContextFallbacks stays 0.
+// That runtime timer does not follow a clock.Fake: a test on a fake clock
+// stops its timer after the contexts are done.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -105,9 +108,33 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
 	}
 	if !h.arm(&dc.wheelContext, parent, delay) {
+		if ac, ok := h.clock.(afterFuncClock); ok {
+			return h.clockFallback(ac, parent, deadline, delay, cause)
+		}
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
 	return dc, dc.cancel
+}
+
+// afterFuncClock is a clock that calls a function once it has moved a
+// delay ahead, on its own time: clock.Fake.
+type afterFuncClock interface {
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// clockFallback returns, for a timer on c that cannot keep a context's
+// deadline (stopped, or at its limit), a context whose deadline c keeps,
+// so that it follows a fake clock as the wheel's contexts do, where the
+// context package's would run on the runtime's clock.
+func (h *HashedWheelTimer) clockFallback(c afterFuncClock, parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
+	dc := &deadlineContext{deadline: deadline}
+	dc.cause = cause
+	cancel := h.unarmed(&dc.wheelContext, parent, false)
+	stop := c.AfterFunc(delay, dc.expire)
+	return dc, func() {
+		stop()
+		cancel()
+	}
 }
 
 // errNilParent is the panic of a nil parent, in the context package's
