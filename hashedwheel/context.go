@@ -85,9 +85,8 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // clock (on a clock.Fake, a context whose deadline the fake keeps, with
 // Fake.AfterFunc); Stats counts those in ContextFallbacks. A context still live at
 // Stop outlives it the same way: Stop moves its deadline to a runtime
-// timer, which the CancelFunc stops, and does not return its timeout.
-// That runtime timer does not follow a clock.Fake: a test on a fake clock
-// stops its timer after the contexts are done.
+// timer (on a clock.Fake, to the fake's AfterFunc), which the CancelFunc
+// stops, and does not return its timeout.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -320,7 +319,8 @@ func (c *wheelContext) end(cause error) *contextExtras {
 }
 
 // outliveStop moves the deadline of a context still live at Stop to a
-// runtime timer, which the CancelFunc stops.
+// runtime timer, or to the function of a clock.Fake, which the CancelFunc
+// stops.
 func (c *wheelContext) outliveStop() {
 	x := c.loadExtras()
 	x.mu.Lock()
@@ -329,7 +329,11 @@ func (c *wheelContext) outliveStop() {
 		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
 	left := c.timeout.Deadline().Sub(c.timeout.timer.clock.Now())
-	x.moved = time.AfterFunc(left, c.expire)
+	if ac, ok := c.timeout.timer.clock.(afterFuncClock); ok { // a clock.Fake keeps it on its own time
+		x.moved = ac.AfterFunc(left, c.expire)
+		return
+	}
+	x.moved = time.AfterFunc(left, c.expire).Stop
 }
 
 // cancelCtxProbe answers its own address for the context package's key of
