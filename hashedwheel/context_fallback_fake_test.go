@@ -54,3 +54,22 @@ func TestContextFallbackFollowsTheFakeClock(t *testing.T) {
 		assert.Equal(t, context.Canceled, cancelled.Err(), "%s: stays cancelled", name)
 	}
 }
+
+// TestContextOutlivesStopOnTheFakeClock: a context live at Stop keeps its
+// deadline on the fake clock: done when Advance reaches it, not before;
+// one cancelled after Stop stays cancelled.
+func TestContextOutlivesStopOnTheFakeClock(t *testing.T) {
+	fake := clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	h := newTimerOn(t, fake)
+	live, cancel := h.WithTimeout(context.Background(), time.Hour)
+	defer cancel()
+	cancelled, cancel2 := h.WithTimeout(context.Background(), time.Hour)
+	fake.Advance(30 * time.Minute)
+	h.Stop()
+	cancel2()
+	fake.Advance(30*time.Minute - time.Nanosecond)
+	require.NoError(t, live.Err(), "done before its deadline on the fake clock")
+	fake.Advance(time.Nanosecond)
+	assert.Equal(t, context.DeadlineExceeded, live.Err(), "at its deadline")
+	assert.Equal(t, context.Canceled, cancelled.Err())
+}
