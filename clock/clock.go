@@ -53,6 +53,35 @@ type WorkTracker interface {
 	Finished(n int)
 }
 
+// Watcher is implemented by the Sleepers of a Fake. A timer tells the
+// clock through it what Fake.Advance, Fake.Settle and
+// Fake.BlockUntilContext wait for; hashedwheel does so for every timer on
+// a Fake.
+type Watcher interface {
+	// Watch registers the timer.
+	Watch(timer Watched)
+	// Accepted tells the clock that the timer accepted a timeout.
+	Accepted()
+	// Enter marks the calling goroutine as running a task of the timer,
+	// until Exit: Advance and Settle called there panic instead of waiting
+	// for their own caller to return. It returns the token to give Exit.
+	Enter() uint64
+	// Exit ends what Enter began.
+	Exit(token uint64)
+}
+
+// Watched is what a timer on a Fake shows it. Its methods are called with
+// the clock's lock held and must not call the clock.
+type Watched interface {
+	// Pending returns the timeouts accepted and neither run nor cancelled.
+	Pending() int64
+	// Unseen reports whether the timer holds work its worker has not yet
+	// taken in.
+	Unseen() bool
+	// Worker returns the goroutine id of the timer's worker, 0 if none.
+	Worker() uint64
+}
+
 // Real is the runtime's clock.
 type Real struct{ origin time.Time }
 

@@ -1,8 +1,12 @@
 package clock
 
 import (
+	"context"
+	"fmt"
 	"sync"
 	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
 // Fake is a Clock that moves only when a test moves it. A timer made with
@@ -13,21 +17,28 @@ import (
 // A Fake may be made anywhere, in TestMain or at package level too, and
 // shared by any number of timers. Its methods are safe for concurrent use.
 // A task that blocks until the test does something after Advance returns
-// makes Advance wait forever: release it from another goroutine.
+// makes Advance wait forever: release it from another goroutine. Advance
+// and Settle called from a task, a Cancelled hook or a Scheduler of a
+// timer on the clock would wait for their own caller: they panic instead,
+// with a message that says so (the timer logs a task's panic); call Jump
+// there.
 type Fake struct {
 	start time.Time
 
 	mu       sync.Mutex
-	changed  *sync.Cond // broadcast on every change of elapsed, of a sleeper or of busy
-	elapsed  int64      // nanoseconds since start; guarded by mu
-	busy     int        // tasks handed to executors that have not returned
+	changed  *sync.Cond     // broadcast on every change of elapsed, of a sleeper, of busy, or a timeout accepted
+	elapsed  int64          // nanoseconds since start; guarded by mu
+	target   int64          // where the Advance calls in progress take the clock, together
+	busy     int            // tasks handed to executors that have not returned
+	running  map[uint64]int // goroutines running a task (Watcher.Enter), by id
 	sleepers []*fakeSleeper
+	funcs    []*fakeFunc // of AfterFunc, not yet called
 }
 
 // NewFake returns a fake clock whose Now reads start and whose Nanotime
 // reads 0.
 func NewFake(start time.Time) *Fake {
-	f := &Fake{start: start}
+	f := &Fake{start: start, running: map[uint64]int{}}
 	f.changed = sync.NewCond(&f.mu)
 	return f
 }
@@ -51,17 +62,27 @@ func (f *Fake) Nanotime() int64 {
 // and waits there until the timers are asleep again and the tasks they
 // started have returned, so that a periodic timeout runs at each of its
 // instants and a task that schedules another sees the time it ran at.
+//
+// Every timeout accepted before Advance is called, on any goroutine, is
+// taken into account: one due by the end has run when Advance returns.
+// Advance calls made at once add up: each moves the clock d further than
+// the calls before it, and returns once the clock has reached its own end.
+// Advance panics if called from a task, a Cancelled hook or a Scheduler of
+// a timer on the clock, which it would wait for: call Jump there.
 func (f *Fake) Advance(d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	target := f.elapsed + int64(max(d, 0))
+	f.refuseFromTask("Advance")
+	f.target = max(f.target, f.elapsed) + int64(max(d, 0))
+	target := f.target
 	for {
 		f.waitSettled()
-		next := min(f.sleepingUntil(), target)
+		next := min(f.sleepingUntil(), f.nextFunc(), target)
 		if next > f.elapsed {
 			f.elapsed = next
 			f.changed.Broadcast()
 		}
+		f.runDueFuncs()
 		if f.elapsed >= target {
 			f.waitSettled()
 			return
@@ -76,22 +97,146 @@ func (f *Fake) Jump(d time.Duration) {
 	f.mu.Lock()
 	f.elapsed += int64(max(d, 0))
 	f.changed.Broadcast()
+	f.runDueFuncs()
 	f.mu.Unlock()
 }
 
+// fakeFunc is a function of AfterFunc, due at instant at.
+type fakeFunc struct {
+	at int64
+	f  func()
+}
+
+// AfterFunc calls f once the clock has moved d ahead, on the goroutine of
+// the Advance or Jump that gets it there, before Advance returns, as
+// time.AfterFunc does on the runtime's clock. The returned stop prevents
+// the call, reporting whether it did. hashedwheel keeps with it the
+// deadline of a context it cannot keep on its wheel (a stopped or full
+// timer), so that the context follows the fake clock too.
+func (f *Fake) AfterFunc(d time.Duration, fn func()) (stop func() bool) {
+	ff := &fakeFunc{f: fn}
+	f.mu.Lock()
+	ff.at = f.elapsed + int64(max(d, 0))
+	f.funcs = append(f.funcs, ff)
+	f.mu.Unlock()
+	return func() bool {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for i, x := range f.funcs {
+			if x == ff {
+				f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// nextFunc returns the instant of the first function of AfterFunc, or
+// Forever.
+func (f *Fake) nextFunc() int64 {
+	next := Forever
+	for _, x := range f.funcs {
+		next = min(next, x.at)
+	}
+	return next
+}
+
+// runDueFuncs calls, without the lock, the functions of AfterFunc due by
+// now, in the order of their instants.
+func (f *Fake) runDueFuncs() {
+	for {
+		i := -1
+		for j, x := range f.funcs {
+			if x.at <= f.elapsed && (i < 0 || x.at < f.funcs[i].at) {
+				i = j
+			}
+		}
+		if i < 0 {
+			return
+		}
+		fn := f.funcs[i].f
+		f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
+		f.mu.Unlock()
+		fn()
+		f.mu.Lock()
+	}
+}
+
 // Settle blocks until every timer on the clock is asleep until an instant
-// still to come, with no wake-up pending, and every task the timers
-// started has returned.
+// still to come, with no wake-up pending and nothing accepted that its
+// worker has not taken in, and every task the timers started has
+// returned. Like Advance, it panics if called from a task of a timer on
+// the clock.
 func (f *Fake) Settle() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.refuseFromTask("Settle")
 	f.waitSettled()
 }
 
+// BlockUntilContext blocks until the timers on the clock hold at least n
+// pending timeouts (PendingTimeouts summed over them: accepted and neither
+// run nor cancelled, a context of WithTimeout counting one), or until ctx
+// is done, then returning an error that wraps ctx's and gives the count.
+// A test calls it before Advance, so that the code under test has
+// scheduled what the Advance should run, as with clockwork's
+// BlockUntilContext; at least n, not exactly, so that a count that
+// overshoots meanwhile does not make it wait for nothing.
+func (f *Fake) BlockUntilContext(ctx context.Context, n int) error {
+	stop := context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		f.changed.Broadcast()
+		f.mu.Unlock()
+	})
+	defer stop()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for {
+		have := f.pending()
+		if have >= int64(n) {
+			return nil
+		}
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("clock: BlockUntilContext: %d timeouts pending, waited for %d: %w", have, n, err)
+		}
+		f.changed.Wait()
+	}
+}
+
+// pending returns the pending timeouts of the timers on the clock.
+func (f *Fake) pending() int64 {
+	var n int64
+	for _, s := range f.sleepers {
+		if s.timer != nil {
+			n += s.timer.Pending()
+		}
+	}
+	return n
+}
+
+// refuseFromTask panics if the caller runs a task of a timer on the clock,
+// or is the worker of one, which what (Advance, Settle) would wait for.
+func (f *Fake) refuseFromTask(what string) {
+	id := goid.Current()
+	if id == 0 {
+		return
+	}
+	caller := f.running[id] > 0
+	for _, s := range f.sleepers {
+		caller = caller || s.timer != nil && s.timer.Worker() == id
+	}
+	if caller {
+		panic("clock: Fake." + what + " called from a task, Cancelled hook or Scheduler of a timer on this clock, " +
+			"which it would wait for: call Jump there, or " + what + " from another goroutine")
+	}
+}
+
 // WaitAsleep blocks until every timer on the clock is asleep until an
-// instant still to come, with no wake-up pending, as Settle does, but does
-// not wait for tasks: a test whose tasks block until it releases them
-// calls WaitAsleep where it would call Settle.
+// instant still to come, with no wake-up pending and nothing accepted that
+// its worker has not taken in, as Settle does, but does not wait for
+// tasks: a test whose tasks block until it releases them calls WaitAsleep
+// where it would call Settle.
 func (f *Fake) WaitAsleep() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -106,10 +251,18 @@ func (f *Fake) waitSettled() {
 	}
 }
 
-// asleep reports whether every sleeper is asleep until an instant to come.
+// asleep reports whether every sleeper is asleep until an instant to come
+// with nothing accepted that its timer has not taken in. It wakes a
+// sleeper whose timer has: a producer wakes an idle worker, but not one
+// asleep until its next tick, which would take the work in only then.
 func (f *Fake) asleep() bool {
 	for _, s := range f.sleepers {
 		if !s.asleep || s.woken || s.until <= f.elapsed {
+			return false
+		}
+		if s.timer != nil && s.timer.Unseen() {
+			s.woken = true
+			f.changed.Broadcast()
 			return false
 		}
 	}
@@ -162,6 +315,7 @@ type fakeSleeper struct {
 	asleep bool
 	woken  bool
 	until  int64
+	timer  Watched // nil until Watch
 }
 
 func (s *fakeSleeper) Sleep(until int64) {
@@ -190,6 +344,43 @@ func (s *fakeSleeper) Wake() {
 // Close detaches the sleeper from its clock, so that Settle no longer waits
 // for it.
 func (s *fakeSleeper) Close() { s.clock.release(s) }
+
+// Watch registers the sleeper's timer (Watcher).
+func (s *fakeSleeper) Watch(timer Watched) {
+	f := s.clock
+	f.mu.Lock()
+	s.timer = timer
+	f.mu.Unlock()
+}
+
+// Accepted wakes the waiters of BlockUntilContext and of Advance: a
+// timeout was accepted.
+func (s *fakeSleeper) Accepted() {
+	f := s.clock
+	f.mu.Lock()
+	f.changed.Broadcast()
+	f.mu.Unlock()
+}
+
+// Enter marks the calling goroutine as running a task.
+func (s *fakeSleeper) Enter() uint64 {
+	id := goid.Current()
+	f := s.clock
+	f.mu.Lock()
+	f.running[id]++
+	f.mu.Unlock()
+	return id
+}
+
+// Exit ends what Enter began.
+func (s *fakeSleeper) Exit(id uint64) {
+	f := s.clock
+	f.mu.Lock()
+	if f.running[id]--; f.running[id] <= 0 {
+		delete(f.running, id)
+	}
+	f.mu.Unlock()
+}
 
 // Started counts n tasks handed to an executor: Settle waits for them.
 func (s *fakeSleeper) Started(n int) {

@@ -7,7 +7,7 @@ import (
 )
 
 // ChanTimer is time.Timer on the wheel: a single event, whose time is
-// sent on C at the first tick end after its deadline, never before it.
+// sent on C at the first tick end at or after its deadline, never before it.
 // Make one with NewTimer; its methods are safe for concurrent use.
 //
 // It keeps Go 1.23's semantics: once Stop or Reset has returned, no
@@ -95,8 +95,8 @@ func errNotMade(what string) error {
 }
 
 // NewTimer returns a ChanTimer that sends the time on its channel C after
-// at least delay, like time.NewTimer: at the first tick end after the
-// deadline, never before it. A zero or negative delay sends on the next
+// at least delay, like time.NewTimer: at the first tick end at or after
+// the deadline, never before it. A zero or negative delay sends on the next
 // tick. It starts the timer if needed and fails as NewTimeout does, with
 // ErrStopped after Stop and ErrTooManyPendingTimeouts at the limit.
 func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {

@@ -33,7 +33,7 @@ import (
 // TestClockNothingMovesWithoutTheInjectedClock lets real time pass while
 // the fake clock stands still: no tick is processed and nothing fires, so
 // the worker takes time from the injected clock alone. Then the fake clock
-// alone fires the timeout, at the end of the tick that covers its deadline.
+// alone fires the timeout, at its deadline, the end of the tick covering it.
 func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 	fake := newFakeAt(5 * time.Second)
 	h := newTimerOn(t, fake, WithExecutor(pool.Inline), WithTickDuration(time.Millisecond))
@@ -49,13 +49,13 @@ func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 		"after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
 	require.Equal(t, start+int64(time.Millisecond), fake.SleepingUntil(),
 		"the worker sleeps until the end of tick 0 on the fake clock")
-	// The deadline, 1ms, is the end of tick 0, so it is covered by tick 1.
-	fake.Jump(time.Millisecond)
+	// The deadline, 1ms, is the end of tick 0, which covers it.
+	fake.Jump(time.Millisecond - 1)
 	fake.WaitAsleep()
-	require.Empty(t, rec.runs(), "fired at 1ms, on its deadline but before the end of the tick covering it")
-	fake.Jump(time.Millisecond)
+	require.Empty(t, rec.runs(), "fired 1ns before its deadline")
+	fake.Jump(1)
 	fake.WaitAsleep()
-	require.Equal(t, []int64{start + int64(2*time.Millisecond)}, rec.runs(), "one run, at start+2ms")
+	require.Equal(t, []int64{start + int64(time.Millisecond)}, rec.runs(), "one run, at start+1ms, its deadline")
 	require.Equal(t, uint64(1), h.Stats().Ticks, "ticks processed: tick 0 held nothing due")
 }
 
@@ -128,8 +128,8 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 	fake.Jump(10 * time.Minute)
 	fake.WaitAsleep()
 	for i, d := range delays {
-		// Due if the tick covering it ended by 10 minutes.
-		due := (int64(d)/int64(tick)+1)*int64(tick) <= int64(10*time.Minute)
+		// Due if the tick covering it, (k·tick, (k+1)·tick], ended by 10 minutes.
+		due := modelDueTick(modelDeadline(0, d), int64(tick))+1 <= int64(10*time.Minute/tick)
 		if due {
 			assert.Equal(t, []int64{int64(10 * time.Minute)}, recs[i].runs(), "delay %v: one run, at the jump's end", d)
 		} else {
@@ -139,14 +139,14 @@ func TestClockForwardJumpFiresDueTimeoutsOnly(t *testing.T) {
 	s := h.Stats()
 	dueTicks := map[int64]bool{}
 	for _, d := range delays {
-		if tk := modelDeadline(0, d) / int64(tick); (tk+1)*int64(tick) <= int64(10*time.Minute) {
+		if tk := modelDueTick(modelDeadline(0, d), int64(tick)); (tk+1)*int64(tick) <= int64(10*time.Minute) {
 			dueTicks[tk] = true
 		}
 	}
 	assert.Equal(t, uint64(len(dueTicks)), s.Ticks, "ticks processed: the missed ticks with something due")
 	assert.GreaterOrEqual(t, s.MaxTickLag, 10*time.Minute-2*tick, "MaxTickLag after a 10-minute jump")
-	assert.Equal(t, int64(2), s.Pending)
-	assert.Equal(t, uint64(len(delays)-2), s.Expired)
+	assert.Equal(t, int64(1), s.Pending, "the hour")
+	assert.Equal(t, uint64(len(delays)-1), s.Expired, "10 minutes, its deadline, included")
 }
 
 // TestClockIdleWorkerSkipsTimeInsteadOfReplayingIt lets an hour pass on an
@@ -201,8 +201,8 @@ func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 		pending = append(pending, to)
 	}
 	past := schedule(math.MinInt64)
-	require.True(t, past.Deadline().Equal(h.startTime),
-		"delay MinInt64: Deadline() %v, want the call's time, the start %v", past.Deadline(), h.startTime)
+	require.True(t, past.Deadline().Equal(h.startTime.Add(deadlineUnit)),
+		"delay MinInt64: Deadline() %v, want just after the call's time, the start %v", past.Deadline(), h.startTime)
 	fake.Jump(day)
 	fake.WaitAsleep()
 	require.True(t, past.IsExpired() && len(rec.runs()) == 1, "delay MinInt64 did not fire on the next tick (runs %v)", rec.runs())

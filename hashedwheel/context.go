@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
 // WithTimeout returns WithDeadline(parent, now.Add(d)), now read on the
@@ -37,6 +39,9 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	}
 	c := &wheelContext{cause: cause}
 	if !h.arm(c, parent, d) {
+		if ac, ok := h.clock.(afterFuncClock); ok {
+			return h.clockFallback(ac, parent, h.wallNow().Add(d), d, cause)
+		}
 		return context.WithTimeoutCause(parent, d, cause)
 	}
 	return c, c.cancel
@@ -44,11 +49,14 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 
 // WithDeadline returns a copy of parent whose deadline is no later than
 // deadline, as context.WithDeadline does, except that the timer enforces
-// the deadline at its resolution: Done is closed at the first tick end
-// after the deadline, never before it, or when the returned CancelFunc is
-// called, or when parent's Done is closed, whichever happens first. The
+// the deadline at its resolution: Done is closed at the first tick end at
+// or after the deadline, never before it, or when the returned CancelFunc
+// is called, or when parent's Done is closed, whichever happens first. The
 // deadline is read on the timer's clock (WithClock): on a clock.Fake the
-// context expires when the fake is advanced past it.
+// context expires when the fake is advanced to it. A parent's deadline is
+// compared with deadline as a wall time, whichever clock it came from: on
+// a clock.Fake, give parents no runtime deadline (context.Background, or
+// contexts of the same timer).
 //
 // Deadline reports deadline. Once it has passed, Err returns
 // context.DeadlineExceeded and context.Cause returns it too; contexts
@@ -77,9 +85,11 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // deadline or the CancelFunc. While the timer is stopped, or at its
 // WithMaxPendingTimeouts limit, WithDeadline returns context.WithDeadline's
 // context instead, whose deadline a runtime timer keeps on the runtime's
-// clock; Stats counts those in ContextFallbacks. A context still live at
+// clock (on a clock.Fake, a context whose deadline the fake keeps, with
+// Fake.AfterFunc); Stats counts those in ContextFallbacks. A context still live at
 // Stop outlives it the same way: Stop moves its deadline to a runtime
-// timer, which the CancelFunc stops, and does not return its timeout.
+// timer (on a clock.Fake, to the fake's AfterFunc), which the CancelFunc
+// stops, and does not return its timeout.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -100,20 +110,58 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
 	}
 	if !h.arm(&dc.wheelContext, parent, delay) {
+		if ac, ok := h.clock.(afterFuncClock); ok {
+			return h.clockFallback(ac, parent, deadline, delay, cause)
+		}
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
 	return dc, dc.cancel
+}
+
+// afterFuncClock is a clock that calls a function once it has moved a
+// delay ahead, on its own time: clock.Fake.
+type afterFuncClock interface {
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// clockFallback returns, for a timer on c that cannot keep a context's
+// deadline (stopped, or at its limit), a context whose deadline c keeps,
+// so that it follows a fake clock as the wheel's contexts do, where the
+// context package's would run on the runtime's clock.
+func (h *HashedWheelTimer) clockFallback(c afterFuncClock, parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
+	dc := &deadlineContext{deadline: deadline}
+	dc.cause = cause
+	cancel := h.unarmed(&dc.wheelContext, parent, false)
+	stop := c.AfterFunc(delay, dc.expire)
+	return dc, func() {
+		stop()
+		cancel()
+	}
 }
 
 // errNilParent is the panic of a nil parent, in the context package's
 // words: a nil parent is a programming error there too.
 const errNilParent = "cannot create context from nil parent"
 
+// Now returns the current time on the timer's clock (WithClock): the
+// runtime's time.Now() by default, a clock.Fake's time in a test, so that
+// code stamping times with the timer's Now follows the fake. Deadlines
+// the timer reports (Timeout.Deadline, a context's Deadline) are on the
+// same clock.
+func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
+
 // wallNow reads the timer's wall clock, after setting up a zero
 // HashedWheelTimer, whose clock is chosen then.
 func (h *HashedWheelTimer) wallNow() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
+		if h.shards == nil && goid.Bubble() != h.bubble {
+			// A zero timer touched first in a testing/synctest bubble: set
+			// nothing up there (Start refuses it); its default clock reads
+			// time.Now.
+			h.startMu.Unlock()
+			return time.Now()
+		}
 		h.initZero()
 		h.startMu.Unlock()
 	}
@@ -274,7 +322,8 @@ func (c *wheelContext) end(cause error) *contextExtras {
 }
 
 // outliveStop moves the deadline of a context still live at Stop to a
-// runtime timer, which the CancelFunc stops.
+// runtime timer, or to the function of a clock.Fake, which the CancelFunc
+// stops.
 func (c *wheelContext) outliveStop() {
 	x := c.loadExtras()
 	x.mu.Lock()
@@ -283,7 +332,11 @@ func (c *wheelContext) outliveStop() {
 		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
 	left := c.timeout.Deadline().Sub(c.timeout.timer.clock.Now())
-	x.moved = time.AfterFunc(left, c.expire)
+	if ac, ok := c.timeout.timer.clock.(afterFuncClock); ok { // a clock.Fake keeps it on its own time
+		x.moved = ac.AfterFunc(left, c.expire)
+		return
+	}
+	x.moved = time.AfterFunc(left, c.expire).Stop
 }
 
 // cancelCtxProbe answers its own address for the context package's key of

@@ -3,7 +3,6 @@ package hashedwheel
 import (
 	"context"
 	"sync"
-	"time"
 )
 
 // contextExtras is the part of a wheelContext that few contexts need,
@@ -27,7 +26,7 @@ type contextExtras struct {
 	slots []afterFuncSlot // registered functions; nil f where free
 	free  []int32         // indexes of free slots
 	watch func() bool     // stops the watch; nil until the first registration
-	moved *time.Timer     // the deadline's runtime timer after Stop
+	moved func() bool     // stops the deadline's runtime timer (or clock.Fake function) after Stop
 
 	// Room for the first registrations, as most contexts have a child or
 	// two, so that they cost no allocation of their own.
@@ -146,7 +145,7 @@ func (x *contextExtras) stopMoved() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.moved != nil {
-		x.moved.Stop()
+		x.moved()
 		x.moved = nil
 	}
 }

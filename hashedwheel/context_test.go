@@ -508,7 +508,7 @@ func TestContextCancelAfterStopStopsTheRuntimeTimer(t *testing.T) {
 	x.mu.Unlock()
 	require.NotNil(t, moved, "Stop moved the deadline to a runtime timer")
 	cancel()
-	assert.False(t, moved.Stop(), "the CancelFunc stopped it, an hour before it was due")
+	assert.False(t, moved(), "the CancelFunc stopped it, an hour before it was due")
 	assert.Equal(t, context.Canceled, c.Err())
 }
 

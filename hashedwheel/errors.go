@@ -33,6 +33,15 @@ var (
 	// or one that gives no first run after now.
 	ErrInvalidSchedule = errors.New("hashedwheel: invalid schedule")
 
+	// ErrSynctestBubble is wrapped by the error of Start, NewTimeout,
+	// AfterFunc, Every and ScheduleFunc on a timer used inside a
+	// testing/synctest bubble it was not made in: its goroutines would run
+	// on the runtime's time, or outlive the bubble. Make the timer with New
+	// inside the bubble and Stop it there, or run it on a clock.Fake
+	// (WithClock). A wheel context falls back to the context package's,
+	// which runs on the bubble's time.
+	ErrSynctestBubble = errors.New("hashedwheel: timer used in a testing/synctest bubble it was not made in")
+
 	// ErrInvalidOption is wrapped by the error New returns for an option
 	// value it cannot use; the message names the option and the value.
 	ErrInvalidOption = errors.New("hashedwheel: invalid option")

@@ -28,7 +28,7 @@ func TestEveryRunsAtFixedRate(t *testing.T) {
 	require.Len(t, runs, 30)
 	for k, at := range runs {
 		due := start + int64(k+1)*int64(period)
-		end := (due/int64(testTick) + 1) * int64(testTick)
+		end := (due + int64(testTick) - 1) / int64(testTick) * int64(testTick) // tick k covers (k·tick, (k+1)·tick]
 		// The clock moves a tick at a time from start: the first reading
 		// at or after the end of the tick covering the run's deadline.
 		want := start + (end-start+int64(testTick)-1)/int64(testTick)*int64(testTick)
@@ -49,11 +49,11 @@ func TestEveryCancelEndsTheRuns(t *testing.T) {
 	to, err := h.Every(testTick, func() { runs++ })
 	require.NoError(t, err)
 	advance(fake, 5*testTick)
-	require.Equal(t, 4, runs)
+	require.Equal(t, 5, runs, "runs at 1 to 5 ticks, each at its deadline")
 	require.True(t, to.Cancel())
 	assert.False(t, to.Cancel())
 	advance(fake, 5*testTick)
-	assert.Equal(t, 4, runs, "no run after Cancel")
+	assert.Equal(t, 5, runs, "no run after Cancel")
 	assert.Zero(t, h.PendingTimeouts())
 	assert.Empty(t, h.Stop())
 }
@@ -95,7 +95,7 @@ func TestEveryRunDueWhileOneRunsStartsWhenItReturns(t *testing.T) {
 		running.Add(-1)
 	})
 	require.NoError(t, err)
-	advance(fake, 2*testTick) // due at the end of tick 0: runs at the end of tick 1
+	advance(fake, testTick) // due at the end of tick 0: runs then
 	<-entered
 	advance(fake, 5*testTick)
 	assert.Equal(t, int32(1), runs.Load(), "no run overlaps the slow one")
@@ -139,9 +139,9 @@ func TestEveryResetMovesTheNextRunAndKeepsThePeriod(t *testing.T) {
 	to, err := h.Every(4*testTick, func() { runs = append(runs, fake.Nanotime()) })
 	require.NoError(t, err)
 	advance(fake, testTick)
-	require.True(t, to.Reset(10*testTick)) // next run due at tick 11
+	require.True(t, to.Reset(10*testTick)) // next run due at 11 ticks, the end of tick 10
 	advance(fake, 19*testTick)
-	assert.Equal(t, []int64{int64(12 * testTick), int64(16 * testTick), int64(20 * testTick)}, runs)
+	assert.Equal(t, []int64{int64(11 * testTick), int64(15 * testTick), int64(19 * testTick)}, runs)
 }
 
 func TestEveryRefusesBadArguments(t *testing.T) {
@@ -181,7 +181,7 @@ func TestEveryAllocatesNothingPerRun(t *testing.T) {
 		fake.WaitAsleep()
 	})
 	assert.Zero(t, allocs)
-	assert.Equal(t, 210, runs)
+	assert.Equal(t, 211, runs, "10, then AllocsPerRun's warm-up run and its 200")
 }
 
 // heldExecutor keeps the functions it is given until the test runs them.
@@ -223,17 +223,17 @@ func TestEveryResetRevokesAClaimedRun(t *testing.T) {
 		mu.Unlock()
 	})
 	require.NoError(t, err)
-	advance(fake, 2*testTick) // the first run is claimed and handed over
+	advance(fake, testTick) // the first run is claimed and handed over
 	require.True(t, to.Reset(10*testTick))
 	require.Positive(t, exec.runHeld(), "the claimed run was handed over")
 	mu.Lock()
 	assert.Empty(t, runs, "the run claimed before Reset does not start")
 	mu.Unlock()
 	assert.Equal(t, uint64(1), h.Stats().PeriodicSkipped, "the revoked run is counted")
-	advance(fake, 11*testTick) // due at 120ms: runs as its tick ends
+	advance(fake, 10*testTick) // due at 110ms, the end of its tick
 	exec.runHeld()
 	mu.Lock()
-	assert.Equal(t, []int64{int64(13 * testTick)}, runs, "the next run at the new deadline")
+	assert.Equal(t, []int64{int64(11 * testTick)}, runs, "the next run at the new deadline")
 	mu.Unlock()
 	h.Stop()
 	exec.runHeld()
@@ -274,7 +274,7 @@ func TestEveryLateWorkerCountsTheRunsItSkipped(t *testing.T) {
 	_, err := h.Every(testTick, func() { runs++ })
 	require.NoError(t, err)
 	fake.WaitAsleep()
-	fake.Jump(21 * testTick) // in one step, as after a suspend: runs due at 1..20 ticks
+	fake.Jump(20 * testTick) // in one step, as after a suspend: runs due at 1..20 ticks
 	fake.WaitAsleep()
 	s := h.Stats()
 	assert.Equal(t, 1, runs)
@@ -283,12 +283,13 @@ func TestEveryLateWorkerCountsTheRunsItSkipped(t *testing.T) {
 }
 
 // TestEveryInlineRunsInTheOrderOfTheDeadlinesTheyRunFor: with pool.Inline,
-// a periodic run due at 10ms runs before a one-shot due at 19ms in the
-// same tick, though the periodic timeout's next deadline, 20ms, is later.
+// a periodic run due at 15ms runs before a one-shot due at 19ms in the
+// same tick, (10ms, 20ms], though the periodic timeout's next deadline,
+// 30ms, is later.
 func TestEveryInlineRunsInTheOrderOfTheDeadlinesTheyRunFor(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	var order []string
-	_, err := h.Every(testTick, func() { order = append(order, "every") })
+	_, err := h.Every(15*time.Millisecond, func() { order = append(order, "every") })
 	require.NoError(t, err)
 	_, err = h.AfterFunc(19*time.Millisecond, func() { order = append(order, "one-shot") })
 	require.NoError(t, err)

@@ -122,7 +122,7 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 
 	tk := int64(tick)
 	cur := elapsed / tk
-	fireTick := max(modelFloorDiv(deadline, tk), cur)
+	fireTick := max(modelDueTick(deadline, tk), cur)
 	// Reachable: within fuzzMaxTicks ticks, and its tick ends by 1<<62.
 	reachable := fireTick-cur < fuzzMaxTicks && fireTick+1 <= (1<<62)/tk
 	if reachable {

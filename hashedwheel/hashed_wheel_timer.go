@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -41,6 +42,7 @@ type HashedWheelTimer struct {
 	shardMask  uint32
 	maxPending int64
 	sleeper    clock.Sleeper
+	watcher    clock.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
 
 	_ cpu.CacheLinePad
 
@@ -57,6 +59,7 @@ type HashedWheelTimer struct {
 	stopResult   []Timeout     // written by the worker before done closes; taken by the first Stop after
 	releaseOnce  sync.Once
 	released     chan struct{} // closed once every task has returned and the own pool is gone
+	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
 }
 
 var _ Interface = (*HashedWheelTimer)(nil)
@@ -80,7 +83,7 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	h := &HashedWheelTimer{}
+	h := &HashedWheelTimer{bubble: goid.Bubble()}
 	h.init(cfg)
 	return h, nil
 }
@@ -126,7 +129,13 @@ func (h *HashedWheelTimer) Start() error {
 	case timerStopped:
 		return ErrStopped
 	}
+	if goid.Bubble() != h.bubble { // before initZero: nothing made in the bubble
+		return bubbleError("Start")
+	}
 	h.initZero()
+	if h.clock.Nanotime() < 0 {
+		return bubbleError("Start")
+	}
 	if h.executor == nil {
 		exec, err := pool.NewAnts(pool.DefaultSize, pool.WithLogger(h.config.logger))
 		if err != nil {
@@ -135,6 +144,10 @@ func (h *HashedWheelTimer) Start() error {
 		h.executor, h.ownsExecutor = exec, true
 	}
 	h.sleeper = h.clock.NewSleeper()
+	if w, ok := h.sleeper.(clock.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
+		h.watcher = w
+		w.Watch(watched{h})
+	}
 	// The wall time first: startTime is then never after the instant of
 	// startNanos, so a Deadline it reports is never later than the one the
 	// worker enforces, and a task never runs before the Deadline it sees.
@@ -145,6 +158,17 @@ func (h *HashedWheelTimer) Start() error {
 	go h.worker.run()
 	h.state.Store(timerStarted)
 	return nil
+}
+
+// bubbleError is the error of what, called on a timer in a
+// testing/synctest bubble it was not made in (a zero HashedWheelTimer is
+// made in none). Start refuses there: the timer's goroutines would
+// outlive the bubble, and the default clock, made outside and read
+// inside, runs on the bubble's time from an origin outside it, which
+// reads as negative.
+func bubbleError(what string) error {
+	return fmt.Errorf("%w: %s: make the timer with New inside the bubble and Stop it there, or give it a clock.Fake (WithClock)",
+		ErrSynctestBubble, what)
 }
 
 // NewTimeout schedules task to run once, after delay, on the timer's
@@ -209,10 +233,19 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		h.counters.rejectedFull.Add(1)
 		return tooManyPending(h.maxPending)
 	}
+	now := h.now()
+	if now < 0 {
+		// The clock read earlier than at the start: another time domain, a
+		// testing/synctest bubble the timer was not started in.
+		if h.maxPending > 0 {
+			h.admitted.Add(-1)
+		}
+		return bubbleError("NewTimeout")
+	}
 	t.timer, t.period = h, period
 	// A plain write: t is not yet published, and the push that publishes
 	// it orders the write before any load of the word.
-	word := withDeadline(stateQueued, deadline(h.now(), delay))
+	word := withDeadline(stateQueued, deadline(now, delay))
 	*(*uint64)(unsafe.Pointer(&t.word)) = word
 	if period == scheduledPeriod { // the deadline its first run's wall time stands for
 		t.task.(*scheduledTask).at = deadlineOf(word)
@@ -227,8 +260,18 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		return ErrStopped
 	}
 	h.nudgeWorker(uint64(count))
+	if h.watcher != nil {
+		h.watcher.Accepted()
+	}
 	return nil
 }
+
+// watched shows a timer to its clock.Fake.
+type watched struct{ h *HashedWheelTimer }
+
+func (w watched) Pending() int64 { return w.h.PendingTimeouts() }
+func (w watched) Unseen() bool   { return !w.h.intakeEmpty() }
+func (w watched) Worker() uint64 { return w.h.workerID.Load() }
 
 // startIfNeeded starts the timer unless it runs, counting a refusal.
 func (h *HashedWheelTimer) startIfNeeded() error {

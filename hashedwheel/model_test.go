@@ -29,12 +29,13 @@ import (
 //
 // The firing rule the model encodes, read from wheel.go and worker.go:
 // times are counted from the timer's start (its first clock reading); tick
-// k covers [k·tick, (k+1)·tick) and is processed once the clock reaches
+// k covers (k·tick, (k+1)·tick] and is processed once the clock reaches
 // (k+1)·tick, its end. A timeout made at time c with delay δ has deadline
 // d = c+δ (clamped to math.MaxInt64 if that overflows) and fires when tick
-// max(⌊d/tick⌋, ⌊c/tick⌋) is processed: at the first tick end strictly
-// after both its deadline and its creation. A deadline that falls exactly
-// on a tick end k·tick therefore fires at (k+1)·tick, as in Netty. When
+// max(⌈d/tick⌉−1, ⌊c/tick⌋) is processed: at the first tick end at or
+// after its deadline and strictly after its creation. A deadline that
+// falls exactly on a tick end k·tick therefore fires at k·tick, as a
+// runtime timer fires at its deadline (Netty fires it a tick later). When
 // the clock jumps over several ticks at once, the worker processes them
 // back to back at the new instant. A successful Cancel is processed (the
 // pending count drops and the Cancelled hook runs) at the latest when the
@@ -366,6 +367,9 @@ func (m *modelHarness) now() int64 {
 // processed.
 func (m *modelHarness) curTick() int64 { return modelFloorDiv(m.now(), m.tick) }
 
+// modelDueTick returns the tick that covers deadline d: ⌈d/tick⌉−1.
+func modelDueTick(d, tick int64) int64 { return modelFloorDiv(d-1, tick) }
+
 func modelFloorDiv(a, b int64) int64 {
 	q := a / b
 	if a%b != 0 && (a < 0) != (b < 0) {
@@ -441,16 +445,21 @@ func (m *modelHarness) genDelay(src modelSource) time.Duration {
 }
 
 // modelDeadline is the deadline, after the start, of a timeout made at now
-// with delay, as the timer must compute it: now for a delay of zero or
+// with delay, as the timer must compute it: 1ns after now for a delay of zero or
 // less, clamped instead of overflowing, rounded up to 8ns.
 func modelDeadline(now int64, delay time.Duration) int64 {
-	d := now
+	d := now + 1 // a zero or negative delay: just after the call
 	switch {
 	case delay > 0 && now > math.MaxInt64-int64(delay):
 		return math.MaxInt64
 	case delay > 0:
 		d = now + int64(delay)
 	}
+	return modelRound(d)
+}
+
+// modelRound rounds d up to the deadline's unit of 8ns.
+func modelRound(d int64) int64 {
 	if d > math.MaxInt64-15 { // the last 8ns unit stands for math.MaxInt64
 		return math.MaxInt64
 	}
@@ -541,7 +550,7 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 			e := &modelEntry{id: r.id, handle: r.to, task: r.task, delay: delays[i], created: now,
 				deadline: modelDeadline(now, delays[i])}
 			_, e.hooked = r.task.(*hookTask)
-			e.fireTick = max(modelFloorDiv(e.deadline, m.tick), cur)
+			e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
 			if want := m.h.startTime.Add(time.Duration(e.deadline)); !r.to.Deadline().Equal(want) {
 				return fmt.Errorf("timeout #%d: Deadline() is %v, want the start %+v = %v",
 					r.id, r.to.Deadline(), time.Duration(e.deadline), want)
@@ -715,17 +724,20 @@ func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
 // cur's tick, the runs of the ticks in between skipped and counted. It
 // returns the number of runs, 0 or 1.
 func (m *modelHarness) runPeriodic(e *modelEntry, now, cur int64) int {
-	if modelFloorDiv(e.nextDue, m.tick) >= cur {
+	if modelDueTick(e.nextDue, m.tick) >= cur {
 		return 0
 	}
 	e.runsAt = append(e.runsAt, now)
 	m.periodicRuns++
-	from := cur * m.tick
-	k := max((from-e.nextDue+e.period-1)/e.period, 1)
+	from := cur * m.tick // the next run is due after it, in a tick yet to end
+	k := int64(1)
+	if from >= e.nextDue {
+		k = (from-e.nextDue)/e.period + 1
+	}
 	if k > (math.MaxInt64-e.nextDue)/e.period {
 		e.nextDue = math.MaxInt64
 	} else {
-		e.nextDue = modelDeadline(e.nextDue+k*e.period, 0)
+		e.nextDue = modelRound(e.nextDue + k*e.period)
 		m.periodicSkipped += uint64(k - 1)
 	}
 	return 1
@@ -768,7 +780,7 @@ func (m *modelHarness) reset(src modelSource) error {
 		}
 		m.resets++
 		e.deadline, e.delay, e.created = modelDeadline(now, delays[i]), delays[i], now
-		e.fireTick = max(modelFloorDiv(e.deadline, m.tick), cur)
+		e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
 		e.nextDue = e.deadline
 		if want := m.h.startTime.Add(time.Duration(e.deadline)); !e.handle.Deadline().Equal(want) {
 			return fmt.Errorf("timeout #%d after Reset(%v): Deadline() is %v, want %v", e.id, delays[i], e.handle.Deadline(), want)
@@ -815,7 +827,7 @@ func (m *modelHarness) every(src modelSource) error {
 	e := &modelEntry{id: id, handle: to, delay: period, created: now, period: int64(period),
 		deadline: modelDeadline(now, period)}
 	e.nextDue = e.deadline
-	e.fireTick = modelFloorDiv(e.deadline, m.tick)
+	e.fireTick = modelDueTick(e.deadline, m.tick)
 	m.entries = append(m.entries, e)
 	m.byID[id] = e
 	return m.check()

@@ -37,8 +37,8 @@ func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 
 // claimPeriodic returns the state word of a timeout of Every, read as w
 // and due, once the worker claims its run, from being the start of the
-// tick covering now; whether to dispatch the run; and how many runs it
-// skipped.
+// first tick not ended at now; whether to dispatch the run; and how many
+// runs it skipped.
 func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
 	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
 	word, dispatch, skip := claimRun(w, next)
@@ -49,12 +49,13 @@ func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch boo
 }
 
 // nextFixedRun returns the deadline of the run of a timeout of the given
-// period that follows its run due at d, from being the start of the tick
-// covering now: the first of d + k·period, k ≥ 1, at or after from, so
-// that runs keep to their rate, one a tick at most, and a late worker
-// skips the runs of the ticks it missed; and how many it skipped.
+// period that follows its run due at d, from being the start of the first
+// tick not ended at now: the first of d + k·period, k ≥ 1, after from, in
+// a tick yet to end, so that runs keep to their rate, one a tick at most,
+// and a late worker skips the runs of the ticks it missed; and how many it
+// skipped.
 func nextFixedRun(d, from, period int64) (next int64, skipped int) {
-	k := max((from-d+period-1)/period, 1)
+	k := max((from-d)/period+1, 1)
 	if k > (math.MaxInt64-d)/period {
 		return math.MaxInt64, 0
 	}
@@ -133,7 +134,7 @@ func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at, s.runFor = c.na
 
 // claimScheduled is claimPeriodic for a timeout of ScheduleFunc, read as w
 // and due by now, the wall clock reading wallNow at now, from being the
-// start of the tick covering now. The run is due once the wall clock has
+// start of the first tick not ended at now. The run is due once the wall clock has
 // reached the time Next named for it: after a step back of the wall clock
 // it is filed again for that time, no run claimed. Otherwise the claim asks
 // Next, from that time, for the next run's, skipping those the wall clock
@@ -175,14 +176,15 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 }
 
 // nextScheduledRun returns the wall time of the run that follows the
-// schedule's run named for named, the first Next gives at or after
-// fromWall, and how many runs it skipped; ok is false if the runs end.
+// schedule's run named for named, the first Next gives after fromWall, in
+// a tick yet to end, and how many runs it skipped; ok is false if the runs
+// end.
 func (t *timeout) nextScheduledRun(s *scheduledTask, named, fromWall time.Time) (next time.Time, skipped int, ok bool) {
 	next, ok = t.callNext(s, named)
-	for ok && next.Before(fromWall) {
+	for ok && !next.After(fromWall) { // due in a tick that has ended
 		skipped++
 		if skipped == maxCatchUp {
-			next, ok = t.callNext(s, fromWall.Add(-time.Nanosecond))
+			next, ok = t.callNext(s, fromWall)
 			break
 		}
 		next, ok = t.callNext(s, next)

@@ -28,7 +28,7 @@ type schedulerFunc func(time.Time) time.Time
 func (f schedulerFunc) Next(t time.Time) time.Time { return f(t) }
 
 // TestScheduleFuncRunsAtTheTimesItsSchedulerGives: each run at the first
-// tick end after the time Next gave, never before, the next computed from
+// tick end at or after the time Next gave, never before, the next computed from
 // that time; a zero Next ends the runs after the run claimed then, and the
 // timeout is expired, no longer pending.
 func TestScheduleFuncRunsAtTheTimesItsSchedulerGives(t *testing.T) {
@@ -41,8 +41,8 @@ func TestScheduleFuncRunsAtTheTimesItsSchedulerGives(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, int64(1), h.PendingTimeouts())
 	fake.Advance(20 * testTick)
-	// Due at 3, 8.5, 9.5 and 11.5 ticks: run as those ticks end.
-	want := []int64{4, 9, 10, 12}
+	// Due at 3, 8.5, 9.5 and 11.5 ticks: run at the tick ends at or after.
+	want := []int64{3, 9, 10, 12}
 	for i := range want {
 		want[i] *= int64(testTick)
 	}
@@ -107,10 +107,10 @@ func TestScheduleFuncKeepsEverysGuarantees(t *testing.T) {
 	every3 := schedulerFunc(func(after time.Time) time.Time { return after.Add(3 * testTick) })
 	to, err := h.ScheduleFunc(every3, func() { runs = append(runs, (fake.Nanotime()-start)/int64(testTick)) })
 	require.NoError(t, err)
-	fake.Advance(5 * testTick) // runs at 4
+	fake.Advance(5 * testTick) // runs at 3
 	require.True(t, to.Reset(5*testTick))
-	fake.Advance(10 * testTick) // due at 10, 13: runs at 11, 14
-	assert.Equal(t, []int64{4, 11, 14}, runs)
+	fake.Advance(10 * testTick) // due at 10, 13: runs then
+	assert.Equal(t, []int64{3, 10, 13}, runs)
 
 	other, err := h.ScheduleFunc(every3, func() {})
 	require.NoError(t, err)

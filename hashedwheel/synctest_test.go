@@ -43,3 +43,56 @@ func TestSynctestFakeTime(t *testing.T) {
 	})
 	assert.Less(t, time.Since(realStart), 10*time.Second, "fake time, not real")
 }
+
+// TestSynctestTimerMadeOutsideRefusesToStartInABubble: a timer made
+// outside a bubble, as a package-level one is, and first used inside one,
+// refuses with ErrSynctestBubble, naming the fix, and starts no goroutine
+// there: the bubble ends cleanly, with no deadlock panic. The zero
+// HashedWheelTimer is refused the same way. Outside, it then works.
+func TestSynctestTimerMadeOutsideRefusesToStartInABubble(t *testing.T) {
+	h, err := New(WithTickDuration(time.Second), WithLogger(discardLogger()))
+	require.NoError(t, err)
+	var zero HashedWheelTimer
+	synctest.Test(t, func(t *testing.T) {
+		for name, timer := range map[string]*HashedWheelTimer{"New": h, "zero": &zero} {
+			_, err := timer.AfterFunc(time.Minute, func() {})
+			require.ErrorIs(t, err, ErrSynctestBubble, name)
+			assert.ErrorContains(t, err, "make the timer with New inside the bubble and Stop it there, or give it a clock.Fake", name)
+			assert.ErrorIs(t, timer.Start(), ErrSynctestBubble, name)
+		}
+	})
+	ran := make(chan struct{})
+	_, err = h.AfterFunc(0, func() { close(ran) })
+	require.NoError(t, err)
+	<-ran
+	h.Stop()
+	zero.Stop()
+}
+
+// TestSynctestTimerStartedOutsideRefusesUseInABubble: a timer running
+// outside a bubble refuses a timeout from inside it, whose clock reads in
+// another time domain, instead of running it on the runtime's time; a
+// context from it falls back to the context package's, which runs on the
+// bubble's time.
+func TestSynctestTimerStartedOutsideRefusesUseInABubble(t *testing.T) {
+	h := startTimer(t, WithLogger(discardLogger()))
+	realStart := time.Now()
+	synctest.Test(t, func(t *testing.T) {
+		_, err := h.AfterFunc(time.Minute, func() {})
+		require.ErrorIs(t, err, ErrSynctestBubble)
+		assert.ErrorContains(t, err, "give it a clock.Fake (WithClock)")
+		_, err = h.Every(time.Minute, func() {})
+		require.ErrorIs(t, err, ErrSynctestBubble)
+
+		start := time.Now()
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		<-ctx.Done()
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
+		assert.Equal(t, time.Hour, time.Since(start), "on the bubble's time")
+	})
+	assert.Less(t, time.Since(realStart), 10*time.Second, "fake time, not real")
+	s := h.Stats()
+	assert.Equal(t, uint64(1), s.ContextFallbacks)
+	assert.Zero(t, s.Scheduled, "nothing accepted")
+}

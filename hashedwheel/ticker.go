@@ -7,7 +7,7 @@ import (
 
 // Ticker is time.Ticker on the wheel: it sends the time on C every
 // period, at fixed rate from its start or last Reset, each tick at the
-// first tick end after it is due, never before. Make one with NewTicker;
+// first tick end at or after it is due, never before. Make one with NewTicker;
 // its methods are safe for concurrent use.
 //
 // C holds one tick, as time.Ticker's does: a tick that comes while one

@@ -68,7 +68,7 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		// A queued timeout is filed by the deadline the worker reads when
 		// it takes it in; a scheduled one is filed by an older deadline,
 		// never later than the one it replaced.
-		if s == stateScheduled && h.tickOf(d) < h.tickOf(deadlineOf(w)) {
+		if s == stateScheduled && h.tickDue(d) < h.tickDue(deadlineOf(w)) {
 			h.reportMovedEarlier(t)
 		}
 		return true

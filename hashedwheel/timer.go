@@ -59,7 +59,7 @@ type Timeout interface {
 	Cancel() bool
 	// Reset moves the deadline of a timeout that has neither expired nor
 	// been cancelled to now + delay, clamped as NewTimeout clamps it, and
-	// returns true: the task then runs once, at the first tick end after
+	// returns true: the task then runs once, at the first tick end at or after
 	// the new deadline, never before it. Otherwise it changes nothing and
 	// returns false, and the caller schedules anew. A Reset that returned
 	// true holds until a later successful Reset or Cancel: no run starts
@@ -96,7 +96,7 @@ type Interface interface {
 	Timer
 	// Start, AfterFunc, Every, ScheduleFunc, WithTimeout,
 	// WithTimeoutCause, WithDeadline, WithDeadlineCause, StopContext,
-	// PendingTimeouts and Stats are HashedWheelTimer's; see their
+	// PendingTimeouts, Stats and Now are HashedWheelTimer's; see their
 	// documentation there.
 	Start() error
 	AfterFunc(delay time.Duration, f func()) (Timeout, error)
@@ -114,6 +114,7 @@ type Interface interface {
 	NewTimer(delay time.Duration) (*ChanTimer, error)
 	After(delay time.Duration) <-chan time.Time
 	NewTicker(period time.Duration) (*Ticker, error)
+	Now() time.Time
 }
 
 // Scheduler gives the times at which ScheduleFunc runs a function. Next

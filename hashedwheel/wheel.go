@@ -6,9 +6,10 @@ import (
 )
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
-// Netty. Tick n covers deadlines in [n·tickDuration, (n+1)·tickDuration)
-// and is expired once the clock has passed its end, so a timeout never
-// expires before its deadline. A timeout due more than one turn of the
+// Netty. Tick n covers deadlines in (n·tickDuration, (n+1)·tickDuration]
+// and is expired once the clock has reached its end, so a timeout never
+// expires before its deadline, and one whose deadline is a tick's end
+// expires at that end, as a runtime timer fires at its deadline. A timeout due more than one turn of the
 // wheel away waits in its bucket, passed over until its turn comes.
 //
 // Where Netty counts the turns left in each timeout, the wheel compares the
@@ -58,7 +59,7 @@ func (wh *wheel) insert(t *timeout) bool {
 			return false
 		}
 		if t.word.CompareAndSwap(w, withState(w, stateScheduled)) {
-			wh.link(t, max(deadlineOf(w)/wh.tickDuration, wh.tick))
+			wh.link(t, max(wh.tickDue(deadlineOf(w)), wh.tick))
 			wh.size++
 			return true
 		}
@@ -69,7 +70,7 @@ func (wh *wheel) insert(t *timeout) bool {
 // deadline falls in, after a Reset moved that deadline earlier.
 func (wh *wheel) refile(t *timeout) {
 	wh.unlink(t)
-	wh.link(t, max(deadlineOf(t.word.Load())/wh.tickDuration, wh.tick))
+	wh.link(t, max(wh.tickDue(deadlineOf(t.word.Load())), wh.tick))
 }
 
 // link appends t to the bucket of tick due.
@@ -141,8 +142,8 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 		}
 		d := deadlineOf(w)
 		switch {
-		case d >= end: // not due in this tick
-			if tick := d / wh.tickDuration; tick&wh.mask == wh.tick&wh.mask {
+		case d > end: // not due in this tick
+			if tick := wh.tickDue(d); tick&wh.mask == wh.tick&wh.mask {
 				b.minDue = min(b.minDue, tick) // a later turn
 			} else {
 				wh.unlink(t) // Reset moved it later
@@ -166,7 +167,7 @@ func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *exp
 			}
 			ex.skipped += skipped
 			wh.unlink(t)
-			wh.link(t, deadlineOf(next)/wh.tickDuration)
+			wh.link(t, wh.tickDue(deadlineOf(next)))
 			if !run {
 				return due
 			}
@@ -220,9 +221,13 @@ func (wh *wheel) findEarliest(from int64) int64 {
 	return max(best, from)
 }
 
-// tickOf returns the tick that covers instant, in nanoseconds after the
-// start.
+// tickOf returns the first tick that has not ended at instant, in
+// nanoseconds after the start: the ticks before it may be expired.
 func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration }
+
+// tickDue returns the tick that covers deadline, a non-negative instant:
+// the first whose end is at or after it (tick 0 for deadline 0).
+func (wh *wheel) tickDue(deadline int64) int64 { return tickDue(deadline, wh.tickDuration) }
 
 // tickEnd returns the instant, in nanoseconds after the start, at which the
 // current tick may be expired.

@@ -37,6 +37,10 @@ func expireTicks(tb testing.TB, wh *wheel, n int, firedAt map[*timeout]int64) {
 	}
 }
 
+// inTick returns a deadline in tick k, 8ns after its start: tick k covers
+// (k·wheelTick, (k+1)·wheelTick].
+func inTick(k int64) int64 { return k*wheelTick + deadlineUnit }
+
 // resetTo moves t's deadline as Reset does, without a timer.
 func resetTo(t *timeout, d int64) {
 	for {
@@ -54,19 +58,21 @@ func TestWheelFilesByTheTickOfTheDeadline(t *testing.T) {
 		deadline int64
 		bucket   uint32
 	}{
-		{deadline: 5 * wheelTick, bucket: 5},               // due this tick
-		{deadline: 5*wheelTick + wheelTick - 8, bucket: 5}, // end of this tick, to 8ns
-		{deadline: 6 * wheelTick, bucket: 6},
-		{deadline: 12 * wheelTick, bucket: 4}, // wraps into an earlier bucket
-		{deadline: 13 * wheelTick, bucket: 5}, // one turn away: current bucket
-		{deadline: 30 * wheelTick, bucket: 6},
+		{deadline: inTick(5), bucket: 5},     // due this tick
+		{deadline: 6 * wheelTick, bucket: 5}, // this tick's end: due this tick
+		{deadline: inTick(6), bucket: 6},
+		{deadline: 5 * wheelTick, bucket: 5}, // the end of tick 4, passed: the current tick
+		{deadline: inTick(12), bucket: 4},    // wraps into an earlier bucket
+		{deadline: inTick(13), bucket: 5},    // one turn away: current bucket
+		{deadline: 14 * wheelTick, bucket: 5},
+		{deadline: inTick(30), bucket: 6},
 		{deadline: 0, bucket: 5}, // in the past: the current tick
 	}
 	for _, c := range cases {
 		to := newTestTimeout(c.deadline)
 		require.True(t, wh.insert(to))
 		assert.Equal(t, stateScheduled, to.currentState())
-		assert.Equal(t, c.bucket, to.bucket-1, "bucket of deadline %d ticks", c.deadline/wheelTick)
+		assert.Equal(t, c.bucket, to.bucket-1, "bucket of deadline %v", time.Duration(c.deadline))
 	}
 	assert.Equal(t, len(cases), wh.size)
 	assert.Equal(t, int64(5), wh.earliest)
@@ -92,7 +98,7 @@ func TestWheelFiresOnTheTickCoveringTheDeadline(t *testing.T) {
 			for k := rng.IntN(5); k > 0; k-- {
 				deadline := max(wh.tick*wheelTick+rng.Int64N(int64(size)*5*wheelTick)-2*wheelTick, 0)
 				to := newTestTimeout(deadline)
-				want[to] = max(deadline/wheelTick, wh.tick)
+				want[to] = max((deadline+wheelTick-1)/wheelTick-1, wh.tick) // ⌈d/tick⌉−1
 				require.True(t, wh.insert(to))
 			}
 			if rng.IntN(4) == 0 {
@@ -118,7 +124,7 @@ func TestWheelFiresOnTheTickCoveringTheDeadline(t *testing.T) {
 func TestWheelTransferBeforeExpire(t *testing.T) {
 	wh := newWheel(4, wheelTick)
 	wh.tick = 3
-	to := newTestTimeout(7 * wheelTick) // tick 7: the current bucket
+	to := newTestTimeout(inTick(7)) // tick 7: the current bucket
 	require.True(t, wh.insert(to))
 	require.Equal(t, uint32(3), to.bucket-1)
 	firedAt := map[*timeout]int64{}
@@ -148,10 +154,10 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 
 func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 	wh := newWheel(4, wheelTick)
-	to := newTestTimeout(10 * wheelTick)
+	to := newTestTimeout(inTick(10))
 	require.True(t, wh.insert(to)) // tick 10: bucket 2
 	wh.tick = 10
-	fired, ex := wh.expire(10*wheelTick-1, nil) // now is before the deadline
+	fired, ex := wh.expire(inTick(10)-1, nil) // now is before the deadline
 	assert.Empty(t, fired)
 	assert.Equal(t, 1, ex.misplaced)
 	assert.Equal(t, stateScheduled, to.currentState())
@@ -162,9 +168,9 @@ func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 // finds it not due and files it by its new deadline, where it fires.
 func TestWheelResetLaterIsFiledWhenItsOldTickComes(t *testing.T) {
 	wh := newWheel(8, wheelTick)
-	to := newTestTimeout(2 * wheelTick)
+	to := newTestTimeout(inTick(2))
 	require.True(t, wh.insert(to))
-	resetTo(to, 11*wheelTick) // bucket 3, a turn away
+	resetTo(to, inTick(11)) // bucket 3, a turn away
 	firedAt := map[*timeout]int64{}
 	expireTicks(t, wh, 3, firedAt)
 	assert.Empty(t, firedAt, "not at its old deadline")
@@ -180,10 +186,10 @@ func TestWheelResetLaterIsFiledWhenItsOldTickComes(t *testing.T) {
 // whose Reset moved it earlier; it fires by its new deadline.
 func TestWheelRefileMovesATimeoutEarlier(t *testing.T) {
 	wh := newWheel(8, wheelTick)
-	to := newTestTimeout(100 * wheelTick)
+	to := newTestTimeout(inTick(100))
 	require.True(t, wh.insert(to))
 	assert.Equal(t, int64(100), wh.earliest)
-	resetTo(to, 3*wheelTick)
+	resetTo(to, inTick(3))
 	wh.refile(to)
 	assert.Equal(t, uint32(3), to.bucket-1)
 	assert.Equal(t, int64(3), wh.earliest)
@@ -218,7 +224,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	// The worker reaches the next run's tick more than two periods late:
 	// the two missed runs are skipped, and, the first still waiting to
 	// start, so is this one.
-	wh.tick = 6
+	wh.tick = 5 // the tick ending at 6ms, the next run's deadline
 	due, ex = wh.expire(13*wheelTick, nil)
 	assert.Empty(t, due)
 	assert.Equal(t, 3, ex.skipped)
@@ -226,7 +232,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 
 	require.True(t, to.startRun())
 	require.False(t, to.endRun(), "the run returned; none owed")
-	wh.tick = 15
+	wh.tick = 14 // the tick ending at 15ms
 	due, _ = wh.expire(wh.tickEnd(), nil)
 	assert.Equal(t, []*timeout{to}, due)
 	assert.Equal(t, 6*period, deadlineOf(to.word.Load()))
@@ -264,8 +270,8 @@ func TestWheelFindEarliestScansAcrossTheWrap(t *testing.T) {
 			for _, ahead := range []int64{0, 1, 2, int64(size) - 1, int64(size), 3*int64(size) + 2} {
 				wh := newWheel(size, wheelTick)
 				wh.tick = start
-				require.True(t, wh.insert(newTestTimeout((start+ahead)*wheelTick)))
-				require.True(t, wh.insert(newTestTimeout((start+ahead+int64(size)*7)*wheelTick)))
+				require.True(t, wh.insert(newTestTimeout(inTick(start+ahead))))
+				require.True(t, wh.insert(newTestTimeout(inTick(start+ahead+int64(size)*7))))
 				assert.Equal(t, start+ahead, wh.findEarliest(start), "wheel %d, tick %d, %d ahead", size, start, ahead)
 			}
 		}
@@ -278,7 +284,7 @@ func TestWheelFindEarliestScansAcrossTheWrap(t *testing.T) {
 func TestWheelEarliestFollowsExpiry(t *testing.T) {
 	wh := newWheel(16, wheelTick)
 	for _, tick := range []int64{40, 7, 1000} {
-		require.True(t, wh.insert(newTestTimeout(tick*wheelTick)))
+		require.True(t, wh.insert(newTestTimeout(inTick(tick))))
 	}
 	var order []int64
 	for wh.size > 0 {
@@ -296,7 +302,7 @@ func TestWheelSkipIdleTicks(t *testing.T) {
 	assert.Equal(t, int64(10), wh.tick, "empty: up to the limit")
 	wh.skipIdleTicks(3)
 	assert.Equal(t, int64(10), wh.tick, "never backwards")
-	require.True(t, wh.insert(newTestTimeout(20*wheelTick)))
+	require.True(t, wh.insert(newTestTimeout(inTick(20))))
 	wh.skipIdleTicks(50)
 	assert.Equal(t, int64(20), wh.tick, "not past a due tick")
 }

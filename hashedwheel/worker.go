@@ -33,7 +33,7 @@ type worker struct {
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
 	hookNext      int        // hooked[:hookNext] have run or are running
-	claimFrom     int64      // the start of the tick covering the pass's now, for claimSchedules
+	claimFrom     int64      // the start of the first tick not ended at the pass's now, for claimSchedules
 }
 
 func newWorker(h *HashedWheelTimer) *worker {
@@ -54,6 +54,14 @@ func newWorker(h *HashedWheelTimer) *worker {
 	}
 	if t, ok := h.sleeper.(clock.WorkTracker); ok { // a fake clock waits for the tasks
 		cfg.Started, cfg.Finished = t.Started, t.Finished
+	}
+	if m := h.watcher; m != nil && h.executor != pool.Inline {
+		// A fake clock marks a task's goroutine, to refuse Advance there;
+		// it knows the worker's, where pool.Inline runs them.
+		cfg.Run = func(t *timeout) {
+			defer m.Exit(m.Enter())
+			t.run()
+		}
 	}
 	w.dispatcher = dispatch.New(cfg)
 	return w

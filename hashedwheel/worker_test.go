@@ -22,7 +22,7 @@ func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
 	require.NoError(t, err)
 	var order []int
 	for i := 9; i >= 0; i-- {
-		_, err := h.NewTimeout(TaskFunc(func(Timeout) { order = append(order, i) }), time.Duration(i)*testTick)
+		_, err := h.NewTimeout(TaskFunc(func(Timeout) { order = append(order, i) }), time.Duration(i+1)*testTick) // tick i
 		require.NoError(t, err)
 	}
 	fake.WaitAsleep()
@@ -188,10 +188,11 @@ func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTicksPerWheel(size))
 	advance(fake, 2*testTick) // the wheel is at tick 2
 	fired := false
-	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired = true }), size*testTick)
+	// Deadline 70ms, the end of tick 6: filed in the current bucket, tick 2's.
+	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired = true }), (size+1)*testTick)
 	require.NoError(t, err)
 	advance(fake, size*testTick)
-	assert.False(t, fired, "deadline at the start of tick 6: not before its end")
+	assert.False(t, fired, "deadline at the end of tick 6: not before it")
 	advance(fake, testTick)
 	assert.True(t, fired, "fires at the end of tick 6, not a turn later")
 }
@@ -255,7 +256,7 @@ func TestWorkerSleepsUntilTheFirstDueTick(t *testing.T) {
 			fake.Jump(time.Millisecond)
 			fake.WaitAsleep()
 		}
-		due := (int64(c.delay)/int64(time.Millisecond) + 1) * int64(time.Millisecond)
+		due := int64(c.delay) // on a tick's end: the end of the tick covering it
 		assert.Equal(t, due, fake.SleepingUntil(), "%s: asleep until the end of the tick covering the deadline", c.name)
 		assert.Zero(t, h.Stats().Ticks, "%s: no tick walked", c.name)
 		fake.Jump(c.delay)

@@ -43,12 +43,12 @@ func TestRunGoesThroughAWeek(t *testing.T) {
 			out := runFake(t, cfg)
 			assert.Contains(t, out, "On a fake clock from Mon 02 Mar 00:00:00, 7 days, times in "+zone+":\n")
 			assert.Contains(t, out, `first at Mon 02 Mar 08:30:00, until Wed 04 Mar 12:00:00`)
-			assert.Contains(t, out, "Tue 03 Mar 02:00:00.001  nightly report: price cache loaded 36 times (last at 17:45:00.001); reminders sent: 1; price pushes: 2\n")
-			assert.Contains(t, out, "Sun 08 Mar 02:00:00.001  nightly report: price cache loaded 0 times; reminders sent: 3; price pushes: 5\n")
+			assert.Contains(t, out, "Tue 03 Mar 02:00:00.000  nightly report: price cache loaded 36 times (last at 17:45:00.000); reminders sent: 1; price pushes: 2\n")
+			assert.Contains(t, out, "Sun 08 Mar 02:00:00.000  nightly report: price cache loaded 0 times; reminders sent: 3; price pushes: 5\n")
 			assert.Equal(t, 7, strings.Count(out, "nightly report"))
-			assert.Contains(t, out, "Wed 04 Mar 10:00:00.001  payment reminder 3 sent")
+			assert.Contains(t, out, "Wed 04 Mar 10:00:00.000  payment reminder 3 sent")
 			assert.NotContains(t, out, "payment reminder 4")
-			assert.Contains(t, out, "Wed 04 Mar 08:30:00.001  sale prices pushed to the marketplace (5)\n")
+			assert.Contains(t, out, "Wed 04 Mar 08:30:00.000  sale prices pushed to the marketplace (5)\n")
 			assert.NotContains(t, out, "(6)")
 			assert.Contains(t, out, "  price cache  ran 180 times, next at Mon 09 Mar 09:00:00\n")
 			assert.Contains(t, out, "  reminders    ran   3 times, its schedule ended\n")
@@ -65,7 +65,7 @@ func TestRunVerbosePrintsEachRefresh(t *testing.T) {
 	cfg.Verbose, cfg.Days = true, 1
 	out := runFake(t, cfg)
 	assert.Equal(t, 36, strings.Count(out, "price cache loaded ("))
-	assert.Contains(t, out, "Mon 02 Mar 17:45:00.001  price cache loaded (36)\n")
+	assert.Contains(t, out, "Mon 02 Mar 17:45:00.000  price cache loaded (36)\n")
 }
 
 // TestRunOnTheWallClockStopsWhenInterrupted: with -fake=false the jobs

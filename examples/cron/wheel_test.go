@@ -110,7 +110,7 @@ func TestCronRunsAtItsTimesOnTheWheel(t *testing.T) {
 				late := last.Sub(at)
 				require.True(t, late >= 0 && late <= testTick, "due at %v, ran at %v", at, last)
 			}
-			fake.Advance(end.Sub(fake.Now()))
+			fake.Advance(end.Sub(fake.Now()) - time.Nanosecond) // a run due at end runs at end
 			n, _ := cache.Loads()
 			assert.Equal(t, len(due), n, "no run outside business hours")
 			nextMonday := end.Add(map[string]time.Duration{"UTC": 9 * time.Hour, "Asia/Tokyo": 0}[zone]) // 09:00 there

@@ -79,7 +79,7 @@ func TestLeaseLapsesAtTheEndOfItsTerm(t *testing.T) {
 	held, _ := leases.Counts()
 	assert.Equal(t, 1, held, "held until the end of its term")
 	assert.ErrorIs(t, leases.Acquire("db", "bob"), ErrHeld)
-	fake.Advance(time.Second + time.Millisecond) // the end of the tick that covers the term's end
+	fake.Advance(time.Second) // the term's end, exactly
 	held, lapsed := leases.Counts()
 	assert.Equal(t, []int{0, 1}, []int{held, lapsed})
 	assert.Equal(t, "lease \"db\" of \"alice\" lapsed\n", events.String())
@@ -92,7 +92,7 @@ func TestLeaseIsFreeOnceItLapses(t *testing.T) {
 	require.NoError(t, leases.Acquire("db", "alice"))
 	fake.Advance(30*time.Minute - time.Second)
 	assert.ErrorIs(t, leases.Acquire("db", "bob"), ErrHeld)
-	fake.Advance(time.Second + time.Millisecond) // to the end of the tick covering the term's end
+	fake.Advance(time.Second) // to the term's end
 	assert.NoError(t, leases.Acquire("db", "bob"), "free once lapsed")
 	require.NoError(t, leases.Release("db", "bob"))
 }
@@ -105,8 +105,11 @@ func TestRenewStartsANewTerm(t *testing.T) {
 		require.NoError(t, leases.Renew("db", "alice"))
 	}
 	assert.ErrorIs(t, leases.Renew("db", "bob"), ErrNotHeld)
-	fake.Advance(30*time.Minute + time.Millisecond)
+	fake.Advance(30*time.Minute - time.Nanosecond)
 	_, lapsed := leases.Counts()
+	assert.Zero(t, lapsed, "not before the term's end")
+	fake.Advance(time.Nanosecond)
+	_, lapsed = leases.Counts()
 	assert.Equal(t, 1, lapsed, "lapses a term after the last renewal")
 	assert.ErrorIs(t, leases.Renew("db", "alice"), ErrNotHeld, "a lapsed lease is not renewed")
 }
@@ -118,22 +121,28 @@ func TestReportRunsEveryPeriod(t *testing.T) {
 	require.NoError(t, err)
 	defer report.Cancel()
 	require.NoError(t, leases.Acquire("db", "alice"))
-	fake.Advance(3*time.Minute + time.Millisecond) // the third run is due at 3m, run as its tick ends
+	fake.Advance(3 * time.Minute) // the third run is due at 3m, and runs then
 	assert.Equal(t, "1 held, 0 lapsed\n1 held, 0 lapsed\n1 held, 0 lapsed\n", out.String())
 	require.NoError(t, leases.Release("db", "alice"))
 }
 
 // TestAcquireWaitGivesUpAtItsDeadline: the wait's deadline is a wheel
-// context on the fake clock. It is made here, before the clock moves:
-// made by the waiting goroutine, it could be made after Advance.
+// context on the fake clock, made by the waiting goroutine: the test waits
+// until it is scheduled (BlockUntilContext), then advances to it.
 func TestAcquireWaitGivesUpAtItsDeadline(t *testing.T) {
 	leases := NewLeases(30*time.Minute, nil)
 	require.NoError(t, leases.Acquire("db", "alice"))
-	ctx, cancel := timer.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
+	pending := timer.PendingTimeouts()
 	waited := make(chan error, 1)
-	go func() { waited <- leases.AcquireWait(ctx, "db", "bob") }()
-	fake.Advance(5*time.Second + time.Millisecond) // the context is done when Advance returns
+	go func() {
+		ctx, cancel := timer.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		waited <- leases.AcquireWait(ctx, "db", "bob")
+	}()
+	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, fake.BlockUntilContext(wait, int(pending)+1), "the wait's deadline is scheduled")
+	fake.Advance(5 * time.Second) // the context is done when Advance returns
 	err := <-waited
 	assert.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	require.NoError(t, leases.Release("db", "alice"))
@@ -144,7 +153,7 @@ func TestAcquireWaitTakesALeaseAsItLapses(t *testing.T) {
 	require.NoError(t, leases.Acquire("db", "alice"))
 	waited := make(chan error, 1)
 	go func() { waited <- leases.AcquireWait(context.Background(), "db", "bob") }()
-	fake.Advance(time.Minute + time.Millisecond)
+	fake.Advance(time.Minute)
 	require.NoError(t, <-waited, "bob takes the lease alice let lapse")
 	require.NoError(t, leases.Release("db", "bob"))
 }

@@ -25,3 +25,30 @@ func Current() uint64 {
 	}
 	return id
 }
+
+// Bubble returns the id of the testing/synctest bubble the calling
+// goroutine runs in, read from its stack header ("goroutine 7 [running,
+// synctest bubble 1]:"), or 0 outside a bubble or where the runtime does
+// not write it there.
+func Bubble() uint64 {
+	var buf [128]byte
+	b := buf[:runtime.Stack(buf[:], false)]
+	if i := bytes.IndexByte(b, '\n'); i >= 0 {
+		b = b[:i]
+	}
+	const mark = "synctest bubble "
+	i := bytes.Index(b, []byte(mark))
+	if i < 0 {
+		return 0
+	}
+	b = b[i+len(mark):]
+	n := 0
+	for n < len(b) && b[n] >= '0' && b[n] <= '9' {
+		n++
+	}
+	id, err := strconv.ParseUint(string(b[:n]), 10, 64)
+	if err != nil {
+		return 0
+	}
+	return id
+}
