@@ -98,9 +98,9 @@ func TestStatsCountTaskAndHookPanicsAndGoexits(t *testing.T) {
 			hookPanics := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { panic("hook exploded") }}, time.Hour)
 			hookExits := mustSchedule(t, h, &hookTask{onCancel: func(Timeout) { runtime.Goexit() }}, time.Hour)
 
-			// Every's first run is due at the end of the second tick; once
+			// Every's first run is due at the end of the first tick; once
 			// it has started, the Cancel below leaves it to run.
-			advance(fake, 2*testTick)
+			advance(fake, testTick)
 			select {
 			case <-periodic.ran:
 			case <-time.After(10 * time.Second):
