@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"context"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -171,13 +172,13 @@ type storm struct {
 }
 
 func newStorm(n int) *storm {
-	return &storm{late: lateness.New(n), n: int64(n)}
+	return &storm{late: lateness.New(), n: int64(n)}
 }
 
 func (s *storm) record(late time.Duration) { s.late.Record(late) }
 
 // wait returns once every task of the storm has recorded its lateness.
-func (s *storm) wait() { s.late.Wait(s.n, nil) }
+func (s *storm) wait() { s.late.Wait(context.Background(), s.n) }
 
 // stormResults collects one figure per storm.
 type stormResults struct {

@@ -7,7 +7,8 @@
 package lateness
 
 import (
-	"runtime"
+	"context"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -20,10 +21,15 @@ import (
 // value is not usable: make one with New.
 type Recorder struct {
 	pool    sync.Pool
-	perBuf  int // initial capacity of a buffer
 	mu      sync.Mutex
-	buffers []*buffer // every buffer the pool has made, for Count and Merge
+	buffers []*buffer         // every buffer the pool has made, for Count and Max
+	full    [][]time.Duration // the buffers' filled chunks, for Sorted
 }
+
+// chunkLen is the length of the chunks a buffer fills in turn: a buffer
+// the pool drops (at a collection, or at random under the race detector)
+// wastes at most one chunk.
+const chunkLen = 256
 
 // buffer is written only by the goroutine holding it, between the pool's
 // Get and Put. Its count and worst are atomic so that Count and Max can
@@ -31,18 +37,18 @@ type Recorder struct {
 // buffers off one cache line.
 type buffer struct {
 	_     cpu.CacheLinePad
-	late  []time.Duration
-	count atomic.Int64 // len(late), published after each append
-	worst atomic.Int64 // the largest duration recorded
+	chunk []time.Duration // being filled; full ones are handed to the recorder
+	count atomic.Int64    // durations recorded into this buffer, published after each
+	worst atomic.Int64    // the largest duration recorded
 	_     cpu.CacheLinePad
 }
 
-// New returns a Recorder sized for about n records in all.
-func New(n int) *Recorder {
-	r := &Recorder{perBuf: n/runtime.GOMAXPROCS(0) + 64}
+// New returns a Recorder.
+func New() *Recorder {
+	r := &Recorder{}
 	r.pool.New = func() any {
-		b := &buffer{late: make([]time.Duration, 0, r.perBuf)}
-		b.worst.Store(-1 << 63)
+		b := &buffer{chunk: make([]time.Duration, 0, chunkLen)}
+		b.worst.Store(math.MinInt64)
 		r.mu.Lock()
 		r.buffers = append(r.buffers, b)
 		r.mu.Unlock()
@@ -52,11 +58,18 @@ func New(n int) *Recorder {
 }
 
 // Record records d. It is safe for concurrent use and writes only the
-// calling goroutine's buffer.
+// calling goroutine's buffer, but for one chunk in chunkLen, which it
+// hands to the recorder under its lock.
 func (r *Recorder) Record(d time.Duration) {
 	b := r.pool.Get().(*buffer)
-	b.late = append(b.late, d)
-	b.count.Store(int64(len(b.late)))
+	if len(b.chunk) == chunkLen {
+		r.mu.Lock()
+		r.full = append(r.full, b.chunk)
+		r.mu.Unlock()
+		b.chunk = make([]time.Duration, 0, chunkLen)
+	}
+	b.chunk = append(b.chunk, d)
+	b.count.Add(1) // uncontended: the buffer is this goroutine's alone
 	if int64(d) > b.worst.Load() {
 		b.worst.Store(int64(d))
 	}
@@ -78,7 +91,7 @@ func (r *Recorder) Count() int64 {
 func (r *Recorder) Max() (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	worst, found := int64(-1<<63), false
+	worst, found := int64(math.MinInt64), false
 	for _, b := range r.buffers {
 		if b.count.Load() > 0 {
 			worst, found = max(worst, b.worst.Load()), true
@@ -88,14 +101,14 @@ func (r *Recorder) Max() (time.Duration, bool) {
 }
 
 // Wait returns true once n durations have been recorded, polling every
-// millisecond, or false if done is closed first. The poll reads the
-// buffers' counts: the recording goroutines share no counter.
-func (r *Recorder) Wait(n int64, done <-chan struct{}) bool {
+// millisecond, or false if ctx ends first. The poll reads the buffers'
+// counts: the recording goroutines share no counter.
+func (r *Recorder) Wait(ctx context.Context, n int64) bool {
 	tick := time.NewTicker(time.Millisecond)
 	defer tick.Stop()
 	for r.Count() < n {
 		select {
-		case <-done:
+		case <-ctx.Done():
 			return r.Count() >= n
 		case <-tick.C:
 		}
@@ -103,20 +116,41 @@ func (r *Recorder) Wait(n int64, done <-chan struct{}) bool {
 	return true
 }
 
-// Sorted returns every duration recorded, in increasing order. It must be
-// called only once the recording has ended, as Wait or Count has shown,
-// so that no buffer is still being written.
+// Sorted returns every duration recorded, in increasing order, and
+// releases the recorder's chunks (see Release). It must be called only
+// once the recording has ended, as Wait or Count has shown, so that no
+// buffer is still being written.
 func (r *Recorder) Sorted() []time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var n int64
 	for _, b := range r.buffers {
-		n += b.count.Load() // orders each buffer's appends before the reads below
+		n += b.count.Load() // orders each buffer's writes before the reads below
 	}
 	all := make([]time.Duration, 0, n)
-	for _, b := range r.buffers {
-		all = append(all, b.late[:b.count.Load()]...)
+	for _, c := range r.full {
+		all = append(all, c...)
 	}
+	for _, b := range r.buffers {
+		all = append(all, b.chunk...)
+	}
+	r.release()
 	slices.Sort(all)
 	return all
+}
+
+// Release lets the collector have the recorder's chunks, but for the one
+// each buffer still in the pool holds, even while tasks still record: a
+// pool keeps its buffers until the second collection from now, and a
+// recorder not released would hold every record meanwhile, for the next
+// measurement of the heap to count. Counts and records after Release are
+// lost.
+func (r *Recorder) Release() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.release()
+}
+
+func (r *Recorder) release() {
+	r.buffers, r.full = nil, nil
 }
