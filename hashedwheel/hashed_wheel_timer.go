@@ -213,7 +213,7 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	// A plain write: t is not yet published, and the push that publishes
 	// it orders the write before any load of the word.
 	*(*uint64)(unsafe.Pointer(&t.word)) = withDeadline(stateQueued, deadline(h.now(), delay))
-	count, ok := h.shardOf(t).push(t)
+	count, _, _, ok := h.pushTimeout(t)
 	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.
 		if h.maxPending > 0 {
