@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -44,6 +45,37 @@ func newQueuedTimeout(h *HashedWheelTimer) *timeout {
 	t := &timeout{timer: h, task: noopTask}
 	t.word.Store(withDeadline(stateQueued, deadline(h.now(), benchDelay)))
 	return t
+}
+
+// BenchmarkShardChoice makes, pushes and cancels timeouts on one
+// goroutine, choosing the shard as the timer does, and reports the time
+// beside choosing it by page, the two in alternating batches so that both
+// meet the same machine ("x-page"): what the choice costs a goroutine
+// that contends with none.
+func BenchmarkShardChoice(b *testing.B) {
+	const batch = 2000
+	h := startTimer(b)
+	run := func(c shardChoice, n int) {
+		for range n {
+			t := newQueuedTimeout(h)
+			c.push(h, t)
+			t.Cancel()
+		}
+	}
+	var pageTime time.Duration
+	b.ReportAllocs()
+	b.ResetTimer()
+	for done := 0; done < b.N; done += batch {
+		n := min(batch, b.N-done)
+		run(shardChoices[0], n)
+		b.StopTimer()
+		start := time.Now()
+		run(shardChoices[1], n)
+		pageTime += time.Since(start)
+		b.StartTimer()
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.Elapsed())/float64(pageTime), "x-page")
 }
 
 // BenchmarkShardChoiceParallel makes, pushes and cancels timeouts on every
