@@ -10,22 +10,28 @@ import (
 )
 
 // shardChoice is a way of choosing the intake shard a new timeout is
-// pushed onto: the timer's own (pushTimeout), or by the 8 KiB page that
-// holds the timeout, as the timer chose before, kept here to compare. push
-// pushes t and returns the shard's index and the compare-and-swaps that
-// failed on the way.
+// pushed onto: the timer's own (pushTimeout: by page until producers meet
+// on a stack, then by processor), by processor from the start
+// (pushByProcessor), or by the 8 KiB page that holds the timeout for good,
+// as the timer chose before, kept here to compare. push pushes t and
+// returns the shard's index and the compare-and-swaps that failed on the
+// way.
 type shardChoice struct {
 	name string
 	push func(h *HashedWheelTimer, t *timeout) (index uint32, retries int)
 }
 
-var shardChoices = []shardChoice{
-	{"per-P", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
+var (
+	byTimer = shardChoice{"timer", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
 		_, index, retries, _ := h.pushTimeout(t)
 		return index, retries
-	}},
-	{"page", pushByPage},
-}
+	}}
+	byProcessor = shardChoice{"per-P", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
+		_, index, retries, _ := h.pushByProcessor(t)
+		return index, retries
+	}}
+	byPage = shardChoice{"page", pushByPage}
+)
 
 // pushByPage pushes t onto the shard of the page that holds it, retrying
 // there until its compare-and-swap succeeds.
@@ -48,42 +54,47 @@ func newQueuedTimeout(h *HashedWheelTimer) *timeout {
 }
 
 // BenchmarkShardChoice makes, pushes and cancels timeouts on one
-// goroutine, choosing the shard as the timer does, and reports the time
-// beside choosing it by page, the two in alternating batches so that both
-// meet the same machine ("x-page"): what the choice costs a goroutine
-// that contends with none.
+// goroutine, choosing the shard as the timer does and by processor from
+// the start, and reports the time beside choosing it by page, the two in
+// alternating batches so that both meet the same machine ("x-page"): what
+// the choice costs a goroutine that contends with none.
 func BenchmarkShardChoice(b *testing.B) {
 	const batch = 2000
-	h := startTimer(b)
-	run := func(c shardChoice, n int) {
-		for range n {
-			t := newQueuedTimeout(h)
-			c.push(h, t)
-			t.Cancel()
-		}
+	for _, c := range []shardChoice{byTimer, byProcessor} {
+		b.Run(c.name, func(b *testing.B) {
+			h := startTimer(b)
+			run := func(c shardChoice, n int) {
+				for range n {
+					t := newQueuedTimeout(h)
+					c.push(h, t)
+					t.Cancel()
+				}
+			}
+			var pageTime time.Duration
+			b.ReportAllocs()
+			b.ResetTimer()
+			for done := 0; done < b.N; done += batch {
+				n := min(batch, b.N-done)
+				run(c, n)
+				b.StopTimer()
+				start := time.Now()
+				run(byPage, n)
+				pageTime += time.Since(start)
+				b.StartTimer()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(b.Elapsed())/float64(pageTime), "x-page")
+		})
 	}
-	var pageTime time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batch {
-		n := min(batch, b.N-done)
-		run(shardChoices[0], n)
-		b.StopTimer()
-		start := time.Now()
-		run(shardChoices[1], n)
-		pageTime += time.Since(start)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(pageTime), "x-page")
 }
 
 // BenchmarkShardChoiceParallel makes, pushes and cancels timeouts on every
 // P at once, as BenchmarkNewTimeoutCancelParallel does, with each way of
-// choosing the shard, and reports the compare-and-swaps that failed per
+// choosing the shard (the timer's own starts on a timer that has not yet
+// seen two producers meet), and reports the compare-and-swaps that failed per
 // push ("cas-retries/push"): the contention of Ps pushing onto one stack.
 func BenchmarkShardChoiceParallel(b *testing.B) {
-	for _, c := range shardChoices {
+	for _, c := range []shardChoice{byTimer, byProcessor, byPage} {
 		b.Run(c.name, func(b *testing.B) {
 			h := startTimer(b)
 			var retries atomic.Int64
@@ -105,15 +116,15 @@ func BenchmarkShardChoiceParallel(b *testing.B) {
 }
 
 // BenchmarkShardsSharedAtOnce has GOMAXPROCS goroutines each push one
-// timeout at the same moment, once per iteration, with each way of
-// choosing the shard, and reports how many shards two or more of them
+// timeout at the same moment, once per iteration, by processor and by
+// page, and reports how many shards two or more of them
 // pushed onto ("shards-shared", a mean over the iterations) and how many
 // of the goroutines pushed onto a shard another one also pushed onto
 // ("goroutines-sharing"). The goroutines meet at a barrier they spin on,
 // so that all of them hold a P when they push: the figures are a property
 // of the choice, which GOMAXPROCS=16 shows on any number of cores.
 func BenchmarkShardsSharedAtOnce(b *testing.B) {
-	for _, c := range shardChoices {
+	for _, c := range []shardChoice{byProcessor, byPage} {
 		b.Run(c.name, func(b *testing.B) {
 			h := startTimer(b)
 			procs := runtime.GOMAXPROCS(0)

@@ -39,6 +39,7 @@ type HashedWheelTimer struct {
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
+	spread     atomic.Bool // producers have met on a stack: new timeouts go by processor (pushTimeout)
 	maxPending int64
 	sleeper    clock.Sleeper
 

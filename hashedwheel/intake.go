@@ -16,10 +16,11 @@ import (
 // shard is one of the ways by which producers reach the worker: an intake
 // stack for new timeouts, and queues of the timeouts in a bucket that
 // Cancel cancelled or Reset moved earlier. A new timeout goes onto the
-// intake stack of the calling processor's shard (see pushTimeout), so that
-// goroutines running at once push onto different stacks; a timeout in a
-// bucket is reported on the queue of the shard its address picks (see
-// shardOf). The worker serves them all.
+// intake stack of its page's shard, or, once producers have met on one,
+// of the calling processor's (see pushTimeout), so that goroutines running
+// at once push onto different stacks; a timeout in a bucket is reported on
+// the queue of the shard its address picks (see shardOf). The worker
+// serves them all.
 //
 // The intake is a lock-free stack threaded through the timeouts' own prev
 // fields: a push costs one compare-and-swap and no allocation. The worker
@@ -227,12 +228,55 @@ func (s *shard) pushed() uint64 {
 // worker may call it.
 func (s *shard) empty() bool { return s.top.Load() == s.bottom }
 
-// shardHint is a processor's choice of intake shard: NewTimeout pushes
-// onto the stack of shard n&shardMask. Hints live in shardHints, a
-// sync.Pool, which keeps one per processor (P): goroutines running at once
-// run on different Ps and so hold different hints, with no shared write
-// on the way; and the timeouts one goroutine makes in a row go onto one
-// stack, which hands them to the worker in the order they were made.
+// pushTimeout pushes t onto an intake stack and returns the shard's count
+// of pushes, as push does, the index of the shard that took t, and the
+// number of compare-and-swaps that failed on the way; it fails once the
+// timer's intake is closed.
+//
+// The stack is first the one of the 8 KiB page that holds t: the runtime
+// allocates from a page per processor (P), so Ps mostly push onto
+// different stacks, at no cost. But the current pages of many Ps fall on
+// fewer shards than there are Ps, so the first time a push fails its
+// compare-and-swap because another producer pushed first (not the
+// worker's collect), the timer spreads its producers by P for good (see
+// pushByProcessor), whose pool costs a goroutine that contends with none.
+func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries int, ok bool) {
+	if h.spread.Load() {
+		return h.pushByProcessor(t)
+	}
+	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
+	s := &h.shards[index]
+	for {
+		count, r, _ := s.tryPush(t)
+		if r != pushContended {
+			return count, index, retries, r == pushed
+		}
+		retries++
+		if h.spreadIfProducersMet(s) {
+			count, index, more, ok := h.pushByProcessor(t)
+			return count, index, retries + more, ok
+		}
+	}
+}
+
+// spreadIfProducersMet is called after a push onto s failed its
+// compare-and-swap. If another producer's timeout is now on top (the
+// worker's collect leaves a sentinel, which has no task), producers have
+// met on s: it makes the timer spread them by processor and reports true.
+func (h *HashedWheelTimer) spreadIfProducersMet(s *shard) bool {
+	if s.top.Load().task == nil {
+		return false
+	}
+	h.spread.Store(true)
+	return true
+}
+
+// shardHint is a processor's choice of intake shard: pushByProcessor
+// pushes onto the stack of shard n&shardMask. Hints live in shardHints, a
+// sync.Pool, which keeps one per P: goroutines running at once run on
+// different Ps and so hold different hints, with no shared write on the
+// way; and the timeouts one goroutine makes in a row go onto one stack,
+// which hands them to the worker in the order they were made.
 type shardHint struct {
 	n    uint32
 	last uintptr // the timeout last pushed with this hint; only compared
@@ -246,16 +290,14 @@ var nextShardHint atomic.Uint32
 
 var shardHints = sync.Pool{New: func() any { return &shardHint{n: nextShardHint.Add(1)} }}
 
-// pushTimeout pushes t onto the intake stack of the calling processor's
-// shard. A hint that another P shares moves to a shard drawn at random:
-// when this P's push fails its compare-and-swap, for another push got
-// there first, or replaces on top a timeout that this P did not push last
-// (a collect leaves a sentinel, which has no task). So Ps whose hints met
-// part at once, wherever they run. It returns the shard's count of
-// pushes, as push does, the index of the shard that took t, and the number
-// of compare-and-swaps that failed on the way; it fails once the timer's
-// intake is closed.
-func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries int, ok bool) {
+// pushByProcessor pushes t onto the intake stack of the calling P's
+// shard, and returns what pushTimeout does. A hint that another P shares
+// moves to a shard drawn at random: when this P's push fails its
+// compare-and-swap, for another push got there first, or replaces on top
+// a timeout that this P did not push last (a collect leaves a sentinel,
+// which has no task). So Ps whose hints met part at once, wherever they
+// run.
+func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, retries int, ok bool) {
 	hint := shardHints.Get().(*shardHint)
 	for {
 		index = hint.n & h.shardMask
