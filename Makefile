@@ -6,6 +6,9 @@ STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODULES       := . benchmarks examples/delayedorder examples/cron exporters/prometheus exporters/otel
 FUZZTIME      ?= 30s
 SOAK_DURATION ?= 3m
+# benchstat has no tagged release: the pseudo-version pins the one used.
+BENCHSTAT     := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+BENCH_OUT     ?= bench-core.out
 
 .PHONY: all test check lint unit unit-gomaxprocs bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick
 
@@ -52,11 +55,20 @@ bench: bench-core
 	cd benchmarks && $(GO) run ./cmd/report -out ../docs
 
 ## bench-core: the core's Go benchmarks; ratios to time.AfterFunc from the same run.
+## The raw output goes to $(BENCH_OUT), then benchstat summarises it: each
+## figure's median over the runs with its confidence interval (six runs of
+## the per-operation benchmarks; each storm figure is already the median,
+## and the worst, of five storms). The shard figures run at GOMAXPROCS=16:
+## they are a property of the shard choice, whatever the cores.
 bench-core:
-	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel|MiddlewareChain|WithTimeoutChild|NewTimerStop|NewTickerStop|ChanTimerReset|HTTPClientChain' -benchmem -count 5 ./hashedwheel
-	$(GO) test -run '^$$' -bench 'ExpiryStorm$$|AfterFuncStorm|SlowTasks|Memory' -benchtime 5x -count 1 ./hashedwheel
-	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x -count 1 ./hashedwheel
-	$(GO) test -run '^$$' -bench . -benchmem -count 3 ./mpsc
+	@rm -f $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel$$|MiddlewareChain|WithTimeoutChild|ShardChoice|NewTimerStop|NewTickerStop|ChanTimerReset|HTTPClientChain' -benchmem -count 6 ./hashedwheel | tee -a $(BENCH_OUT)
+	GOMAXPROCS=16 $(GO) test -run '^$$' -bench 'ShardsSharedAtOnce' -benchtime 20x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'ExpiryStorm$$|AfterFuncStorm|SlowTasks|Memory' -benchtime 5x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./mpsc | tee -a $(BENCH_OUT)
+	@! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_OUT)
+	$(BENCHSTAT) $(BENCH_OUT)
 
 ## bench-quick: a reduced matrix in under a minute, written to a scratch
 ## directory that is removed afterwards.

@@ -40,6 +40,7 @@ type HashedWheelTimer struct {
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
+	spread     atomic.Bool // producers have met on a stack: new timeouts go by processor (pushTimeout)
 	maxPending int64
 	sleeper    clock.Sleeper
 	watcher    clock.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
@@ -250,7 +251,7 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	if period == scheduledPeriod { // the deadline its first run's wall time stands for
 		t.task.(*scheduledTask).at = deadlineOf(word)
 	}
-	count, ok := h.shardOf(t).push(t)
+	count, _, _, ok := h.pushTimeout(t)
 	if !ok {
 		// Stop closed the intake first: the timeout was never accepted.
 		if h.maxPending > 0 {

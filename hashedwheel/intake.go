@@ -2,7 +2,9 @@ package hashedwheel
 
 import (
 	"math/bits"
+	"math/rand/v2"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -13,9 +15,12 @@ import (
 
 // shard is one of the ways by which producers reach the worker: an intake
 // stack for new timeouts, and queues of the timeouts in a bucket that
-// Cancel cancelled or Reset moved earlier. A timeout's shard
-// follows from its address (see shardOf), so that goroutines on different
-// cores rarely write the same shard; the worker serves them all.
+// Cancel cancelled or Reset moved earlier. A new timeout goes onto the
+// intake stack of its page's shard, or, once producers have met on one,
+// of the calling processor's (see pushTimeout), so that goroutines running
+// at once push onto different stacks; a timeout in a bucket is reported on
+// the queue of the shard its address picks (see shardOf). The worker
+// serves them all.
 //
 // The intake is a lock-free stack threaded through the timeouts' own prev
 // fields: a push costs one compare-and-swap and no allocation. The worker
@@ -77,23 +82,43 @@ func newShards(n int) []shard {
 // closed. push is safe for concurrent use.
 func (s *shard) push(t *timeout) (uint32, bool) {
 	for {
-		top := s.top.Load()
-		if top == closedIntake {
-			return 0, false
-		}
-		// t is not yet published: these plain writes are seen by whoever
-		// loads it from top, as the swap below orders them before it.
-		below := s.linkTarget(top)
-		t.prev, t.seq = below, top.seq+1
-		if s.top.CompareAndSwap(top, t) {
-			if below != top {
-				// top is off the stack for good: no push can make it the
-				// top again, and a push still reading it fails its swap.
-				top.forgetBelow()
-			}
-			return t.seq, true
+		if count, r, _ := s.tryPush(t); r != pushContended {
+			return count, r == pushed
 		}
 	}
+}
+
+// pushResult is what one attempt to push onto a stack came to.
+type pushResult uint8
+
+const (
+	pushed        pushResult = iota
+	pushClosed               // the stack is closed: nothing will be pushed on it
+	pushContended            // another push or a collect changed the top first
+)
+
+// tryPush makes one attempt to put t on top of the stack, with one
+// compare-and-swap, and returns, once pushed, the number of timeouts the
+// shard has accepted, t included, modulo 2³², and the node t replaced on
+// top. It is safe for concurrent use.
+func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
+	top := s.top.Load()
+	if top == closedIntake {
+		return 0, pushClosed, nil
+	}
+	// t is not yet published: these plain writes are seen by whoever
+	// loads it from top, as the swap below orders them before it.
+	below := s.linkTarget(top)
+	t.prev, t.seq = below, top.seq+1
+	if !s.top.CompareAndSwap(top, t) {
+		return 0, pushContended, nil
+	}
+	if below != top {
+		// top is off the stack for good: no push can make it the top
+		// again, and a push still reading it fails its swap.
+		top.forgetBelow()
+	}
+	return t.seq, pushed, top
 }
 
 // linkTarget returns the node that a timeout pushed onto top links to: top
@@ -203,13 +228,99 @@ func (s *shard) pushed() uint64 {
 // worker may call it.
 func (s *shard) empty() bool { return s.top.Load() == s.bottom }
 
-// shardOf returns the shard for t, chosen by the 8 KiB page that holds t.
-// The runtime allocates from a page per P, so goroutines running at once on
-// different Ps mostly allocate from different pages and so push to
-// different shards, with no coordination and no random draw; and the
-// timeouts one goroutine makes in a row share a shard, so the worker links
-// them into buckets in allocation order. The heap does not move objects, so
-// the address is a stable key.
+// pushTimeout pushes t onto an intake stack and returns the shard's count
+// of pushes, as push does, the index of the shard that took t, and the
+// number of compare-and-swaps that failed on the way; it fails once the
+// timer's intake is closed.
+//
+// The stack is first the one of the 8 KiB page that holds t: the runtime
+// allocates from a page per processor (P), so Ps mostly push onto
+// different stacks, at no cost. But the current pages of many Ps fall on
+// fewer shards than there are Ps, so the first time a push fails its
+// compare-and-swap because another producer pushed first (not the
+// worker's collect), the timer spreads its producers by P for good (see
+// pushByProcessor), whose pool costs a goroutine that contends with none.
+func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries int, ok bool) {
+	if h.spread.Load() {
+		return h.pushByProcessor(t)
+	}
+	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
+	s := &h.shards[index]
+	for {
+		count, r, _ := s.tryPush(t)
+		if r != pushContended {
+			return count, index, retries, r == pushed
+		}
+		retries++
+		if h.spreadIfProducersMet(s) {
+			count, index, more, ok := h.pushByProcessor(t)
+			return count, index, retries + more, ok
+		}
+	}
+}
+
+// spreadIfProducersMet is called after a push onto s failed its
+// compare-and-swap. If another producer's timeout is now on top (the
+// worker's collect leaves a sentinel, which has no task), producers have
+// met on s: it makes the timer spread them by processor and reports true.
+func (h *HashedWheelTimer) spreadIfProducersMet(s *shard) bool {
+	if s.top.Load().task == nil {
+		return false
+	}
+	h.spread.Store(true)
+	return true
+}
+
+// shardHint is a processor's choice of intake shard: pushByProcessor
+// pushes onto the stack of shard n&shardMask. Hints live in shardHints, a
+// sync.Pool, which keeps one per P: goroutines running at once run on
+// different Ps and so hold different hints, with no shared write on the
+// way; and the timeouts one goroutine makes in a row go onto one stack,
+// which hands them to the worker in the order they were made.
+type shardHint struct {
+	n    uint32
+	last uintptr // the timeout last pushed with this hint; only compared
+}
+
+// nextShardHint numbers the hints as the pool makes them, so that the
+// hints of the Ps, made about when the Ps first schedule, pick different
+// shards wherever there are at least as many shards as Ps (there are
+// shardsPerCPU times as many, up to maxShards).
+var nextShardHint atomic.Uint32
+
+var shardHints = sync.Pool{New: func() any { return &shardHint{n: nextShardHint.Add(1)} }}
+
+// pushByProcessor pushes t onto the intake stack of the calling P's
+// shard, and returns what pushTimeout does. A hint that another P shares
+// moves to a shard drawn at random: when this P's push fails its
+// compare-and-swap, for another push got there first, or replaces on top
+// a timeout that this P did not push last (a collect leaves a sentinel,
+// which has no task). So Ps whose hints met part at once, wherever they
+// run.
+func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, retries int, ok bool) {
+	hint := shardHints.Get().(*shardHint)
+	for {
+		index = hint.n & h.shardMask
+		count, r, replaced := h.shards[index].tryPush(t)
+		if r == pushContended {
+			retries++
+			hint.n = rand.Uint32()
+			continue
+		}
+		if r == pushed && replaced.task != nil && uintptr(unsafe.Pointer(replaced)) != hint.last {
+			hint.n = rand.Uint32() // for the next push: this one is done
+		}
+		hint.last = uintptr(unsafe.Pointer(t))
+		shardHints.Put(hint)
+		return count, index, retries, r == pushed
+	}
+}
+
+// shardOf returns the shard on whose queues a timeout in a bucket is
+// reported, chosen by the 8 KiB page that holds t. The runtime allocates
+// from a page per P, so timeouts made on different Ps mostly fall on
+// different shards; the heap does not move objects, so the address is a
+// stable key.
 func (h *HashedWheelTimer) shardOf(t *timeout) *shard {
 	page := uint32(uintptr(unsafe.Pointer(t)) >> pageShift)
 	return &h.shards[page&h.shardMask]

@@ -121,6 +121,24 @@ func TestTimeoutsCollectedBetweenTicksGoIntoTheWheelWithinTheBudget(t *testing.T
 	assert.Equal(t, int64(1), h.PendingTimeouts())
 }
 
+// scheduleOnWhichShard schedules a timeout on h, whose producers are this
+// goroutine alone, and returns it with the shard it was pushed onto: the
+// one whose count of pushes it raised.
+func scheduleOnWhichShard(t *testing.T, h *HashedWheelTimer, task TimerTask) (Timeout, *shard) {
+	before := make([]uint64, len(h.shards))
+	for i := range h.shards {
+		before[i] = h.shards[i].pushed()
+	}
+	to := mustSchedule(t, h, task, 0)
+	for i := range h.shards {
+		if h.shards[i].pushed() != before[i] {
+			return to, &h.shards[i]
+		}
+	}
+	t.Fatal("no shard counted the push")
+	return nil, nil
+}
+
 // TestTimeoutsBeyondTheBudgetWaitStagedForTheTick: before the first tick no
 // transfer budget is left, so what the worker takes in waits, staged and
 // still queued, as it would in Netty's queue: cancelling one is still a
@@ -132,10 +150,13 @@ func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
 	fired := 0
 	task := TaskFunc(func(Timeout) { fired++ })
 	made := make(map[*timeout]int, n)
+	onShard := make(map[*timeout]*shard, n)
 	timeouts := make([]Timeout, n)
 	for i := range timeouts {
-		timeouts[i] = mustSchedule(t, h, task, 0)
+		var s *shard
+		timeouts[i], s = scheduleOnWhichShard(t, h, task)
 		made[timeouts[i].(*timeout)] = i
+		onShard[timeouts[i].(*timeout)] = s
 	}
 	fake.WaitAsleep()
 	w := h.worker
@@ -143,7 +164,7 @@ func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
 	last := map[*shard]int{}
 	for _, to := range w.staged.items[w.staged.head:] {
 		require.Equal(t, stateQueued, to.currentState(), "staged, still queued")
-		s := h.shardOf(to)
+		s := onShard[to]
 		if prev, ok := last[s]; ok {
 			require.Less(t, prev, made[to], "a shard's timeouts are staged in the order they were made")
 		}

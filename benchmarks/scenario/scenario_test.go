@@ -62,7 +62,7 @@ func TestRatioKeepsUp(t *testing.T) {
 func TestStormRunsEveryTask(t *testing.T) {
 	cs := contender.All()
 	names := byName()
-	rows, notes := Storm(StormParams{Config: small, N: 2000, Spread: 10 * time.Millisecond, Runs: 1, Patience: 20 * time.Second}, cs, nil)
+	rows, notes := Storm(StormParams{Config: small, N: 2000, Spread: 10 * time.Millisecond, Runs: 2, Patience: 20 * time.Second}, cs, nil)
 	if len(rows) != len(cs) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), len(cs), notes)
 	}
@@ -72,6 +72,9 @@ func TestStormRunsEveryTask(t *testing.T) {
 		}
 		if names[r.Contender].NeverEarly && r.LastAfterDue < 0 {
 			t.Errorf("%s: last task ran %v before the last deadline", r.Contender, -r.LastAfterDue)
+		}
+		if r.WorstLastAfterDue < r.LastAfterDue {
+			t.Errorf("%s: worst run's last task %v after the last deadline, before the median's %v", r.Contender, r.WorstLastAfterDue, r.LastAfterDue)
 		}
 	}
 }

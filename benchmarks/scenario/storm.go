@@ -1,12 +1,13 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"runtime"
-	"sync/atomic"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/internal/lateness"
 )
 
 // StormParams shapes scenario 4: N timeouts, all due within the same
@@ -26,8 +27,9 @@ type StormRow struct {
 	// ScheduleNsPerOp is the wall time to schedule the storm over N.
 	ScheduleNsPerOp float64
 	// LastAfterDue is how long after the last deadline the last task ran
-	// (negative if a timer fired early).
-	LastAfterDue time.Duration
+	// (negative if a timer fired early); WorstLastAfterDue the longest over
+	// the runs.
+	LastAfterDue, WorstLastAfterDue time.Duration
 	// Throughput is N over the time from the first deadline to the last
 	// task: expirations per second through to the task running.
 	Throughput float64
@@ -72,6 +74,9 @@ func Storm(p StormParams, cs []contender.Contender, prog Progress) ([]StormRow, 
 			}
 			sched = append(sched, float64(res.schedule)/float64(p.N))
 			after = append(after, float64(res.lastAfterDue))
+			if len(after) == 1 || res.lastAfterDue > row.WorstLastAfterDue {
+				row.WorstLastAfterDue = res.lastAfterDue
+			}
 			thr = append(thr, res.throughput)
 			peaks = append(peaks, float64(res.peak))
 			row.MaxPeakGoroutines = max(row.MaxPeakGoroutines, res.peak)
@@ -129,21 +134,17 @@ func stormRun(c contender.Contender, p StormParams, lead time.Duration) (stormRe
 	defer t.Close() // every timeout has fired (or the run is abandoned)
 	runtime.GC()
 
-	var ran atomic.Int64
-	var lastRan time.Time
-	all := make(chan struct{})
-	n := int64(p.N)
-	task := func() {
-		if ran.Add(1) == n {
-			lastRan = time.Now()
-			close(all)
-		}
-	}
+	// Each task records when it ran into its own goroutine's buffer, so
+	// that the tasks share no write (a shared counter would measure its own
+	// contention): the last to run is the latest instant recorded.
+	base := time.Now().Add(lead)
+	ran := lateness.New()
+	defer ran.Release()
+	task := func() { ran.Record(time.Since(base)) }
 	stopSampling := make(chan struct{})
 	peak := make(chan int, 1)
 	go samplePeakGoroutines(stopSampling, peak)
 
-	base := time.Now().Add(lead)
 	start := time.Now()
 	for i := range p.N {
 		due := base.Add(p.Spread * time.Duration(i%1000) / 1000)
@@ -156,14 +157,14 @@ func stormRun(c contender.Contender, p StormParams, lead time.Duration) (stormRe
 	res.schedule = time.Since(start)
 	res.overran = time.Now().After(base)
 	lastDue := base.Add(p.Spread * 999 / 1000)
-	select {
-	case <-all:
-	case <-time.After(time.Until(lastDue) + p.Patience):
-		res.timedOut = true
-	}
+	patience, cancel := context.WithDeadline(context.Background(), lastDue.Add(p.Patience))
+	defer cancel()
+	res.timedOut = !ran.Wait(patience, int64(p.N))
 	close(stopSampling)
 	res.peak = <-peak
 	if !res.timedOut {
+		last, _ := ran.Max()
+		lastRan := base.Add(last)
 		res.lastAfterDue = lastRan.Sub(lastDue)
 		res.throughput = float64(p.N) / lastRan.Sub(base).Seconds()
 	}

@@ -47,13 +47,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/internal/lateness"
 )
 
 // config is the workload and the display, set by flags.
@@ -323,17 +323,33 @@ func (r result) void() string {
 }
 
 // runState is shared by the producers, the firing timeouts and the
-// progress line of one run.
+// progress line of one run. The firing tasks share no write: each records
+// its lateness into a buffer of its own goroutine's (late), from which
+// fired and worst are read.
 type runState struct {
 	start     time.Time
-	want      []time.Duration // each timeout's deadline, after start
-	lateness  []time.Duration // of the fired timeouts, in firing order
-	fired     atomic.Int64
+	want      []time.Duration    // each timeout's deadline, after start
+	late      *lateness.Recorder // of the fired timeouts
+	fired     firedCount
+	worst     worstLateness
 	cancelled atomic.Int64
 	scheduled atomic.Int64
 	early     atomic.Int64
-	remaining atomic.Int64  // neither fired nor cancelled
-	done      chan struct{} // closed when remaining reaches 0
+}
+
+// firedCount reads how many timeouts have fired from the lateness
+// recorded so far.
+type firedCount struct{ late *lateness.Recorder }
+
+func (f firedCount) Load() int64 { return f.late.Count() }
+
+// worstLateness reads the worst lateness recorded so far, 0 before the
+// first firing or while every timeout fired early.
+type worstLateness struct{ late *lateness.Recorder }
+
+func (w worstLateness) Load() int64 {
+	d, _ := w.late.Max()
+	return int64(max(d, 0))
 }
 
 // fire is the task of timeout i: it measures how late it runs.
@@ -342,14 +358,7 @@ func (s *runState) fire(i int) {
 	if late < 0 {
 		s.early.Add(1)
 	}
-	s.lateness[s.fired.Add(1)-1] = late
-	s.finish()
-}
-
-func (s *runState) finish() {
-	if s.remaining.Add(-1) == 0 {
-		close(s.done)
-	}
+	s.late.Record(late)
 }
 
 // runBackend runs the workload on one timer: schedule everything, measure
@@ -360,12 +369,14 @@ func runBackend[H any](ctx context.Context, cfg config, w *workload, out io.Writ
 	// allocated before the heap is measured, so that the difference is the
 	// timer's own memory.
 	handles := make([]H, n)
+	rec := lateness.New()
+	defer rec.Release() // also when the run ends early
 	s := &runState{
-		want:     make([]time.Duration, n),
-		lateness: make([]time.Duration, n),
-		done:     make(chan struct{}),
+		want:  make([]time.Duration, n),
+		late:  rec,
+		fired: firedCount{rec},
+		worst: worstLateness{rec},
 	}
-	s.remaining.Store(int64(n))
 	tasks := make([]func(), n)
 	for i := range tasks {
 		tasks[i] = func() { s.fire(i) }
@@ -412,22 +423,19 @@ func runBackend[H any](ctx context.Context, cfg config, w *workload, out io.Writ
 			// False means the timeout fired first: its request timed out.
 			if b.cancel(handles[i]) {
 				s.cancelled.Add(1)
-				s.finish()
 			}
 		}
 	})
 
-	select {
-	case <-s.done:
-	case <-ctx.Done():
+	// Every timeout not cancelled fires: wait for their records.
+	if !s.late.Wait(ctx, int64(n)-s.cancelled.Load()) {
 		return r, ctx.Err()
 	}
 	r.totalTime = time.Since(s.start)
 	prog.stop()
 
 	r.fired, r.cancelled, r.early = s.fired.Load(), s.cancelled.Load(), s.early.Load()
-	late := s.lateness[:r.fired]
-	slices.Sort(late)
+	late := s.late.Sorted()
 	if len(late) > 0 {
 		r.p50 = late[len(late)/2]
 		r.p99 = late[len(late)*99/100]
