@@ -27,7 +27,7 @@ func TestAllocations(t *testing.T) {
 		set.Remove(2)
 	}), "Set of a new key, then Remove: the entry is reused")
 	assert.Equal(t, 2.0, testing.AllocsPerRun(100, func() {
-		s := set.shardOf(3)
+		s := set.shardFor(3)
 		s.mu.Lock()
 		clear(s.free)
 		s.free = s.free[:0]

@@ -141,3 +141,27 @@ func heapAlloc() uint64 {
 func retainedBound(shards int) int {
 	return shards*(2*shrinkFloor+maxFree)*64 + 1<<20
 }
+
+// A key whose dynamic value cannot be compared (a slice, map or func in an
+// interface, alone or inside a struct) would panic in a map: Set refuses
+// it, and every other method treats it as a key not in the set.
+func TestAKeyThatCannotBeComparedCrashesNothing(t *testing.T) {
+	h, _ := newFakeTimer(t)
+	type wrapped struct{ v any }
+	for _, key := range []any{[]int{1}, map[string]int{}, func() {}, wrapped{[]byte("x")}} {
+		anys, err := New(h, func(any, int) {})
+		require.NoError(t, err)
+		require.ErrorIs(t, anys.Set(key, 1, tick), ErrInvalidKey, "%T", key)
+		_, ok := anys.Get(key)
+		assert.False(t, ok)
+		assert.False(t, anys.Pending(key))
+		_, ok = anys.Move(key, tick)
+		assert.False(t, ok)
+		_, err = anys.Reschedule(key, tick)
+		assert.ErrorIs(t, err, ErrNotFound)
+		_, ok = anys.Remove(key)
+		assert.False(t, ok)
+		require.NoError(t, anys.Set("a string", 1, tick), "a comparable key still goes in")
+		assert.Equal(t, 1, anys.Len())
+	}
+}

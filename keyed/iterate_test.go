@@ -158,7 +158,7 @@ func TestEntryGivesTheKeyAndValueOfEachTimeoutStopHandsBack(t *testing.T) {
 	_, err = h.AfterFunc(time.Hour, func() {})
 	require.NoError(t, err)
 	require.NoError(t, set.Set("removed", 4, time.Hour))
-	removedTimeout := set.shardOf("removed").m["removed"].timeout
+	removedTimeout := set.shardFor("removed").m["removed"].timeout
 	set.Remove("removed")
 
 	got, others := map[string]int{}, 0
@@ -175,7 +175,7 @@ func TestEntryGivesTheKeyAndValueOfEachTimeoutStopHandsBack(t *testing.T) {
 	assert.False(t, ok, "a removed key's timeout")
 	_, _, ok = set.Entry(nil)
 	assert.False(t, ok)
-	key, value, ok := other.Entry(other.shardOf("c").m["c"].timeout)
+	key, value, ok := other.Entry(other.shardFor("c").m["c"].timeout)
 	assert.True(t, ok)
 	assert.Equal(t, "c", key)
 	assert.Equal(t, 3, value)

@@ -14,11 +14,12 @@ import (
 // ErrNilTimer is returned by New for a nil timer.
 var ErrNilTimer = errors.New("keyed: nil timer")
 
-// ErrInvalidKey is returned by Set for a key that is not equal to itself:
-// a float NaN, or an array, struct or interface value holding one. A map
-// never finds such a key again, so the set could neither move, remove nor
-// count it right.
-var ErrInvalidKey = errors.New("keyed: key is not equal to itself (it holds a NaN)")
+// ErrInvalidKey is returned by Set for a key that is not equal to itself,
+// a float NaN or an array, struct or interface value holding one, and for
+// a key that cannot be compared at all, an interface holding a slice, map
+// or func. A map never finds the first again, so the set could neither
+// move, remove nor count it right; the second would panic in a map.
+var ErrInvalidKey = errors.New("keyed: invalid key: not equal to itself (a NaN) or not comparable")
 
 // ErrNotFound is returned by Reschedule for a key that is not in the set.
 var ErrNotFound = errors.New("keyed: key not in the set")
@@ -78,6 +79,9 @@ type Timers[K comparable, V any] struct {
 	seed   maphash.Seed
 	shards []shard[K, V]
 	mask   uint64 // len(shards) - 1; the count is a power of two
+	// strict is true when every value of K compares without panicking: K
+	// holds no interface, whose dynamic value may be a slice or a map.
+	strict bool
 }
 
 // New returns an empty set whose keys expire on timer, each with a call
@@ -101,6 +105,7 @@ func New[K comparable, V any](timer hashedwheel.Timer, expire func(key K, value 
 		seed:   maphash.MakeSeed(),
 		shards: make([]shard[K, V], n),
 		mask:   uint64(n - 1),
+		strict: strictlyComparable(reflect.TypeFor[K]()),
 	}
 	for i := range t.shards {
 		t.shards[i].init(t)
@@ -128,9 +133,50 @@ func isNil(timer hashedwheel.Timer) bool {
 	return v.Kind() == reflect.Pointer && v.IsNil()
 }
 
-// shardOf returns the shard that holds key.
-func (t *Timers[K, V]) shardOf(key K) *shard[K, V] {
-	return &t.shards[maphash.Comparable(t.seed, key)&t.mask]
+// shardOf returns the shard that holds key, and false for a key no map
+// can hold (ErrInvalidKey): one not equal to itself, or, for a K holding
+// an interface, one that cannot be compared, whose hash would panic.
+func (t *Timers[K, V]) shardOf(key K) (*shard[K, V], bool) {
+	if !t.strict {
+		return t.shardOfAny(key)
+	}
+	if key != key { // a NaN, alone or inside the key
+		return nil, false
+	}
+	return &t.shards[maphash.Comparable(t.seed, key)&t.mask], true
+}
+
+// shardOfAny is shardOf for a K holding an interface: comparing or
+// hashing a key whose dynamic value is a slice, map or func panics, which
+// it recovers.
+func (t *Timers[K, V]) shardOfAny(key K) (s *shard[K, V], ok bool) {
+	defer func() {
+		if recover() != nil {
+			s, ok = nil, false
+		}
+	}()
+	if key != key {
+		return nil, false
+	}
+	return &t.shards[maphash.Comparable(t.seed, key)&t.mask], true
+}
+
+// strictlyComparable reports whether every value of type t compares
+// without panicking: no interface anywhere in it.
+func strictlyComparable(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Interface:
+		return false
+	case reflect.Array:
+		return strictlyComparable(t.Elem())
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if !strictlyComparable(t.Field(i).Type) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // Set gives key the value and a deadline delay from now, as the timer
@@ -143,12 +189,13 @@ func (t *Timers[K, V]) shardOf(key K) *shard[K, V] {
 // Set fails, wrapping the timer's ErrTooManyPendingTimeouts or ErrStopped,
 // when the timer refuses a timeout; the set is then as it was: a new key
 // is not added, a key already there keeps its value and deadline. It fails
-// with ErrInvalidKey, and adds nothing, for a key not equal to itself.
+// with ErrInvalidKey, and adds nothing, for a key not equal to itself or
+// not comparable.
 func (t *Timers[K, V]) Set(key K, value V, delay time.Duration) error {
-	if key != key { // a NaN, alone or inside the key: no map finds it again
+	s, ok := t.shardOf(key)
+	if !ok {
 		return fmt.Errorf("keyed: set: %w", ErrInvalidKey)
 	}
-	s := t.shardOf(key)
 	s.mu.Lock()
 	if e, ok := s.m[key]; ok {
 		if err := s.rearm(e, delay); err != nil {
@@ -201,7 +248,10 @@ func (t *Timers[K, V]) Move(key K, delay time.Duration) (V, bool) {
 // success it returns the key's value and nil, as Move returns it and true.
 func (t *Timers[K, V]) Reschedule(key K, delay time.Duration) (V, error) {
 	var zero V
-	s := t.shardOf(key)
+	s, ok := t.shardOf(key)
+	if !ok {
+		return zero, ErrNotFound // an invalid key is never in the set
+	}
 	s.mu.Lock()
 	e, ok := s.m[key]
 	if !ok {
@@ -221,12 +271,15 @@ func (t *Timers[K, V]) Reschedule(key K, delay time.Duration) (V, error) {
 // expiry function is not called for that entry. It returns the zero value
 // and false when the key is not in the set.
 func (t *Timers[K, V]) Remove(key K) (V, bool) {
-	s := t.shardOf(key)
+	var zero V
+	s, ok := t.shardOf(key)
+	if !ok {
+		return zero, false
+	}
 	s.mu.Lock()
 	e, ok := s.m[key]
 	if !ok {
 		s.mu.Unlock()
-		var zero V
 		return zero, false
 	}
 	timeout, value := e.timeout, e.value
@@ -241,10 +294,13 @@ func (t *Timers[K, V]) Remove(key K) (V, bool) {
 // Get returns key's value and true, or the zero value and false when the
 // key is not in the set. It leaves the deadline where it is.
 func (t *Timers[K, V]) Get(key K) (V, bool) {
-	s := t.shardOf(key)
+	var value V
+	s, ok := t.shardOf(key)
+	if !ok {
+		return value, false
+	}
 	s.mu.Lock()
 	e, ok := s.m[key]
-	var value V
 	if ok {
 		value = e.value
 	}
@@ -255,9 +311,12 @@ func (t *Timers[K, V]) Get(key K) (V, bool) {
 // Pending reports whether key is in the set: set, and neither expired nor
 // removed since.
 func (t *Timers[K, V]) Pending(key K) bool {
-	s := t.shardOf(key)
+	s, ok := t.shardOf(key)
+	if !ok {
+		return false
+	}
 	s.mu.Lock()
-	_, ok := s.m[key]
+	_, ok = s.m[key]
 	s.mu.Unlock()
 	return ok
 }

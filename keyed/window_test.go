@@ -75,7 +75,7 @@ func firedAndParked(t *testing.T, opts ...hashedwheel.Option) (*Timers[string, i
 		h.Stop()
 	})
 	require.NoError(t, set.Set("a", 1, 50*time.Millisecond))
-	s := set.shardOf("a")
+	s := set.shardFor("a")
 	s.mu.Lock()
 	timeout := s.m["a"].timeout
 	s.mu.Unlock()
@@ -160,13 +160,13 @@ func TestAReusedEntryIgnoresTheExpiryOfItsLastKey(t *testing.T) {
 	set, rec, fake, exec := firedAndParked(t)
 	other := ""
 	for i := 0; other == ""; i++ {
-		if k := fmt.Sprint("b", i); set.shardOf(k) == set.shardOf("a") {
+		if k := fmt.Sprint("b", i); set.shardFor(k) == set.shardFor("a") {
 			other = k
 		}
 	}
 	_, ok := set.Remove("a")
 	require.True(t, ok)
-	s := set.shardOf("a")
+	s := set.shardFor("a")
 	s.mu.Lock()
 	reusable := s.free[len(s.free)-1]
 	s.mu.Unlock()
