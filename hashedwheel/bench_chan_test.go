@@ -9,25 +9,6 @@ import (
 // alternating batches, with the ratio of their times as the metric
 // "x-NewTimer", "x-NewTicker" or "x-Reset" (lower is better).
 
-// besideAs is beside, reporting the ratio as unit.
-func besideAs(b *testing.B, unit string, wheel, std func(n int)) {
-	const batch = 2000
-	var stdTime time.Duration
-	b.ReportAllocs()
-	b.ResetTimer()
-	for done := 0; done < b.N; done += batch {
-		n := min(batch, b.N-done)
-		wheel(n)
-		b.StopTimer()
-		start := time.Now()
-		std(n)
-		stdTime += time.Since(start)
-		b.StartTimer()
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), unit)
-}
-
 // BenchmarkNewTimerStop makes a ChanTimer and stops it before it fires,
 // the path of a select with a timeout that another case wins, beside
 // time.NewTimer and Stop.

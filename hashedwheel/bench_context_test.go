@@ -120,7 +120,10 @@ func withTimeoutCancelParallel(b *testing.B, newParent func() context.Context) {
 // beside runs wheel for b.N operations, timed, in batches, each followed by
 // as many operations of std, untimed, so that both meet the same machine,
 // and reports the ratio of their times ("x-WithTimeout").
-func beside(b *testing.B, wheel, std func(n int)) {
+func beside(b *testing.B, wheel, std func(n int)) { besideAs(b, "x-WithTimeout", wheel, std) }
+
+// besideAs is beside, reporting the ratio as unit.
+func besideAs(b *testing.B, unit string, wheel, std func(n int)) {
 	const batch = 2000
 	var stdTime time.Duration
 	b.ReportAllocs()
@@ -135,7 +138,7 @@ func beside(b *testing.B, wheel, std func(n int)) {
 		b.StartTimer()
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), "x-WithTimeout")
+	b.ReportMetric(float64(b.Elapsed())/float64(stdTime), unit)
 }
 
 // BenchmarkWithTimeoutCancelLive is BenchmarkWithTimeoutCancel with a
