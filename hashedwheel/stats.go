@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 )
@@ -78,17 +79,20 @@ type Stats struct {
 	MaxTickLag time.Duration
 }
 
-// String formats the snapshot as key=value pairs, for logs.
+// String formats the snapshot as key=value pairs, for logs, named as
+// StatsFields names them, MaxTickLag as a Duration.
 func (s Stats) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pending=%d scheduled=%d expired=%d cancelled=%d returned_by_stop=%d",
-		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop)
-	fmt.Fprintf(&b, " resets=%d resets_during_run=%d periodic_runs=%d periodic_skipped=%d schedule_errors=%d",
-		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors)
-	fmt.Fprintf(&b, " rejected_full=%d rejected_stopped=%d executor_failures=%d context_fallbacks=%d",
-		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks)
-	fmt.Fprintf(&b, " task_panics=%d hook_panics=%d goexits=%d", s.TaskPanics, s.HookPanics, s.Goexits)
-	fmt.Fprintf(&b, " ticks=%d max_tick_lag=%v", s.Ticks, s.MaxTickLag)
+	for i, f := range StatsFields() {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		if f.Unit == "s" {
+			fmt.Fprintf(&b, "%s=%v", f.Name, time.Duration(math.Round(f.Value(s)*float64(time.Second))))
+		} else {
+			fmt.Fprintf(&b, "%s=%d", f.Name, int64(f.Value(s)))
+		}
+	}
 	return b.String()
 }
 

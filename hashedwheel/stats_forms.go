@@ -69,32 +69,20 @@ func StatsFields() []StatsField {
 	}
 }
 
-// LogValue logs the snapshot as a group of its fields, named as in
-// String and the JSON form, MaxTickLag as max_tick_lag_seconds: a JSON
-// handler would otherwise print a Duration as a bare count of
-// nanoseconds.
+// LogValue logs the snapshot as a group of its fields, as StatsFields
+// names them, MaxTickLag as max_tick_lag_seconds: a JSON handler would
+// otherwise print a Duration as a bare count of nanoseconds.
 func (s Stats) LogValue() slog.Value {
-	return slog.GroupValue(
-		slog.Int64("pending", s.Pending),
-		slog.Uint64("scheduled", s.Scheduled),
-		slog.Uint64("expired", s.Expired),
-		slog.Uint64("cancelled", s.Cancelled),
-		slog.Uint64("returned_by_stop", s.ReturnedByStop),
-		slog.Uint64("resets", s.Resets),
-		slog.Uint64("resets_during_run", s.ResetsDuringRun),
-		slog.Uint64("periodic_runs", s.PeriodicRuns),
-		slog.Uint64("periodic_skipped", s.PeriodicSkipped),
-		slog.Uint64("schedule_errors", s.ScheduleErrors),
-		slog.Uint64("rejected_full", s.RejectedFull),
-		slog.Uint64("rejected_stopped", s.RejectedStopped),
-		slog.Uint64("executor_failures", s.ExecutorFailures),
-		slog.Uint64("context_fallbacks", s.ContextFallbacks),
-		slog.Uint64("task_panics", s.TaskPanics),
-		slog.Uint64("hook_panics", s.HookPanics),
-		slog.Uint64("goexits", s.Goexits),
-		slog.Uint64("ticks", s.Ticks),
-		slog.Float64("max_tick_lag_seconds", s.MaxTickLag.Seconds()),
-	)
+	fields := StatsFields()
+	attrs := make([]slog.Attr, len(fields))
+	for i, f := range fields {
+		if f.Unit == "s" {
+			attrs[i] = slog.Float64(f.Name+"_seconds", f.Value(s))
+		} else {
+			attrs[i] = slog.Int64(f.Name, int64(f.Value(s)))
+		}
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // statsJSON is the JSON form of Stats: snake_case names, a duration in
