@@ -28,22 +28,32 @@ import (
 // with ErrNilTask for a nil f; and as NewTimeout does otherwise. A failed
 // call schedules nothing.
 func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error) {
-	if period <= 0 {
-		return nil, fmt.Errorf("%w: Every(%v): expected a period > 0", ErrInvalidPeriod, period)
-	}
-	if f == nil {
+	if f == nil && period > 0 { // a period of zero or less is reported first
 		return nil, ErrNilTask
 	}
-	if err := h.startIfNeeded(); err != nil {
+	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
-	}
-	if tick := time.Duration(h.tickNanos); period < tick {
-		return nil, fmt.Errorf("%w: Every(%v) on a timer with a tick of %v: expected a period of at least the tick",
-			ErrInvalidPeriod, period, tick)
 	}
 	t, err := h.schedule(&everyTask{f: f}, period, int64(period))
 	if err != nil {
 		return nil, err
 	}
 	return t, nil
+}
+
+// startForPeriod refuses a period of zero or less with ErrInvalidPeriod,
+// naming call, then starts the timer if needed and refuses a period
+// shorter than its tick, which the wheel could not keep.
+func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) error {
+	if period <= 0 {
+		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
+	}
+	if err := h.startIfNeeded(); err != nil {
+		return err
+	}
+	if tick := time.Duration(h.tickNanos); period < tick {
+		return fmt.Errorf("%w: %s(%v) on a timer with a tick of %v: expected a period of at least the tick",
+			ErrInvalidPeriod, call, period, tick)
+	}
+	return nil
 }

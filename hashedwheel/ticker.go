@@ -1,9 +1,6 @@
 package hashedwheel
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
 // Ticker is time.Ticker on the wheel: it sends the time on C every
 // period, at fixed rate from its start or last Reset, each tick at the
@@ -71,15 +68,8 @@ func (t *Ticker) Reset(period time.Duration) error {
 // armTicker checks period as Every does, naming the call, and arms s with
 // it. The caller holds mu, and cur is nil.
 func (s *chanSender) armTicker(call string, period time.Duration) error {
-	if period <= 0 {
-		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
-	}
-	if err := s.h.startIfNeeded(); err != nil {
+	if err := s.h.startForPeriod(call, period); err != nil {
 		return err
-	}
-	if tick := time.Duration(s.h.tickNanos); period < tick {
-		return fmt.Errorf("%w: %s(%v) on a timer with a tick of %v: expected a period of at least the tick",
-			ErrInvalidPeriod, call, period, tick)
 	}
 	return s.arm(period, int64(period))
 }
