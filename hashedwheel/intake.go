@@ -244,7 +244,7 @@ func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries
 	if h.spread.Load() {
 		return h.pushByProcessor(t)
 	}
-	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
+	index = h.pageShard(t)
 	s := &h.shards[index]
 	for {
 		count, r, _ := s.tryPush(t)
@@ -321,9 +321,11 @@ func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, ret
 // from a page per P, so timeouts made on different Ps mostly fall on
 // different shards; the heap does not move objects, so the address is a
 // stable key.
-func (h *HashedWheelTimer) shardOf(t *timeout) *shard {
-	page := uint32(uintptr(unsafe.Pointer(t)) >> pageShift)
-	return &h.shards[page&h.shardMask]
+func (h *HashedWheelTimer) shardOf(t *timeout) *shard { return &h.shards[h.pageShard(t)] }
+
+// pageShard returns the index of the shard of the 8 KiB page that holds t.
+func (h *HashedWheelTimer) pageShard(t *timeout) uint32 {
+	return uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
 }
 
 // pageShift is log2 of the runtime's page size, 8 KiB.
