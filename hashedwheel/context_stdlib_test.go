@@ -249,25 +249,63 @@ func TestStdlibCancelRemoves(t *testing.T) {
 	checkChildren("after stopping AfterFunc child ", ctx, 0)
 }
 
-// goroutinesFor returns how many more goroutines exist after derive has
-// made n contexts than before; release then cancels them.
+// goroutinesFor returns how many goroutines exist after derive has made n
+// contexts that did not exist before; release then cancels them. It counts
+// goroutines by identity, not the process's total, so goroutines of earlier
+// tests that end meanwhile cannot hide the ones derive started.
 func goroutinesFor(n int, derive func() context.CancelFunc) (started int, release func()) {
 	cancels := make([]context.CancelFunc, 0, n)
-	before := runtime.NumGoroutine()
+	before := goroutineIDs()
 	for range n {
 		cancels = append(cancels, derive())
 	}
-	started = runtime.NumGoroutine() - before
+	started = countNew(before, goroutineIDs())
 	return started, func() {
 		for _, cancel := range cancels {
 			cancel()
 		}
-		// Let the goroutines they had end, so that the next count is not
-		// lowered by their ending.
-		for end := time.Now().Add(quiescent); runtime.NumGoroutine() > before && time.Now().Before(end); {
-			time.Sleep(time.Millisecond)
+		// Let the goroutines they had end, so that the next count starts
+		// without them.
+		for end := time.Now().Add(quiescent); time.Now().Before(end); time.Sleep(time.Millisecond) {
+			if countNew(before, goroutineIDs()) == 0 {
+				return
+			}
 		}
 	}
+}
+
+// countNew counts the goroutines in now that are not in before.
+func countNew(before, now map[string]bool) int {
+	count := 0
+	for id := range now {
+		if !before[id] {
+			count++
+		}
+	}
+	return count
+}
+
+// goroutineIDs returns the identities of the goroutines that exist, read
+// from the "goroutine N [" header of each in a dump of all stacks.
+func goroutineIDs() map[string]bool {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			buf = buf[:n]
+			break
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+	ids := make(map[string]bool)
+	for _, block := range strings.Split(string(buf), "\n\n") {
+		if rest, ok := strings.CutPrefix(block, "goroutine "); ok {
+			if id, _, ok := strings.Cut(rest, " "); ok {
+				ids[id] = true
+			}
+		}
+	}
+	return ids
 }
 
 // TestStdlibCustomContextGoroutines: contexts derived directly from a wheel
