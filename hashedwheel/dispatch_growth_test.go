@@ -12,7 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
-	"github.com/wheeltimer/wheeltimer/pool"
+	"github.com/wheeltimer/wheeltimer/internal/antspool"
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 )
 
 // manyBlockingTasks is more tasks than a dispatch starts drain functions
@@ -62,9 +63,9 @@ func TestASlowCancelledHookHoldsUpNoGrowth(t *testing.T) {
 // Advance waited forever.
 func TestTasksDueTogetherStartTogetherOnAFakeClock(t *testing.T) {
 	n := manyBlockingTasks()
-	for name, size := range map[string]int{"pool of their number": n, "default pool": 0} {
+	for name, size := range map[string]int{"pool of their number": n, "default pool": dispatch.DefaultParallelism} {
 		t.Run(name, func(t *testing.T) {
-			exec, err := pool.NewAnts(size)
+			exec, err := antspool.New(size)
 			require.NoError(t, err)
 			t.Cleanup(func() { assert.NoError(t, exec.ReleaseContext(context.Background())) }) // after the timer's Stop
 			fake := clock.NewFake(time.Now())
@@ -131,7 +132,7 @@ func (s countingSleeper) Sleep(until int64) {
 // waiting task runs.
 func TestWaitingForAPoolGoroutineDoesNotPoll(t *testing.T) {
 	const tick, window = 100 * time.Millisecond, 500 * time.Millisecond
-	exec, err := pool.NewAnts(1)
+	exec, err := antspool.New(1)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, exec.ReleaseContext(context.Background())) }) // after the timer's Stop
 	c := &sleepCounter{Clock: clock.NewReal()}

@@ -12,6 +12,8 @@ import (
 	"golang.org/x/sys/cpu"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/antspool"
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
@@ -53,7 +55,7 @@ type HashedWheelTimer struct {
 	startMu      sync.Mutex
 	config       config
 	executor     pool.Executor
-	ownsExecutor bool
+	internalPool *antspool.Pool // the pool Start made, which Stop releases; nil with WithExecutor
 	worker       *worker
 	workerID     atomic.Uint64 // goroutine id of the worker
 	done         chan struct{} // closed when the worker has exited
@@ -138,11 +140,11 @@ func (h *HashedWheelTimer) Start() error {
 		return bubbleError("Start")
 	}
 	if h.executor == nil {
-		exec, err := pool.NewAnts(pool.DefaultSize, pool.WithLogger(h.config.logger))
+		exec, err := antspool.New(dispatch.DefaultParallelism)
 		if err != nil {
 			return err
 		}
-		h.executor, h.ownsExecutor = exec, true
+		h.executor, h.internalPool = exec, exec
 	}
 	h.sleeper = h.clock.NewSleeper()
 	if w, ok := h.sleeper.(clock.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer

@@ -97,16 +97,18 @@ func WithMaxPendingTimeouts(n int64) Option {
 // WithExecutor sets the executor that runs expired tasks. The caller owns
 // it: Stop waits for the timer's tasks but does not release it.
 //
-// Tasks that come due together are handed to the executor together: as
-// many at once as its Cap method reports, or pool.DefaultSize if it has
-// none, each pool goroutine taking the next task as it finishes the last,
-// so that a slow task holds up no other while the executor has room.
-// pool.Inline instead runs tasks on the timer's worker goroutine, as Netty
-// does by default: one at a time, those due in the same tick in deadline
-// order, and a slow task delays every later one and the wheel. Without
-// this option the timer runs tasks on its own pool.Ants of
-// pool.DefaultSize goroutines, in parallel and in no particular order, and
-// Stop releases it.
+// Tasks that come due together are handed to the executor together, each
+// goroutine taking the next task as it finishes the last, so that a slow
+// task holds up no other while the executor has room. The timer hands it
+// at most its size of tasks at once, across all the ticks whose tasks
+// wait: what its method Cap() int returns, if it has one, else 1024. The
+// rest wait in the timer, in the order they came due, and start as the
+// executor's goroutines free up. pool.Inline instead runs tasks on the
+// timer's worker goroutine, as Netty does by default: one at a time, those
+// due in the same tick in deadline order, and a slow task delays every
+// later one and the wheel. Without this option the timer runs tasks on a
+// goroutine pool of its own of 1024 goroutines, as pool.NewAnts(0) makes,
+// in parallel and in no particular order, and Stop releases it.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if isNil(e) {

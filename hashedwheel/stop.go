@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // Stop stops the timer and returns the timeouts that had neither expired
@@ -126,8 +125,8 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 		go func() {
 			<-h.done
 			<-h.worker.dispatcher.Idle()
-			if h.ownsExecutor {
-				_ = h.executor.(*pool.Ants).ReleaseContext(context.Background())
+			if h.internalPool != nil {
+				_ = h.internalPool.ReleaseContext(context.Background())
 			}
 			close(h.released)
 		}()

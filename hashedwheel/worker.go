@@ -45,9 +45,8 @@ func newWorker(h *HashedWheelTimer) *worker {
 		lingerTicks: linger,
 	}
 	cfg := dispatch.Config[*timeout]{
-		Run:         (*timeout).run,
-		Parallelism: executorSize(h.executor),
-		Refused:     h.executorRefused,
+		Run:     (*timeout).run,
+		Refused: h.executorRefused, // Parallelism: the executor's size
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
@@ -173,15 +172,6 @@ func (w *worker) sleepUntilDue(end int64) (slept bool) {
 	h.sleeper.Sleep(instant(h.startNanos, end))
 	h.idle.Store(false)
 	return true
-}
-
-// executorSize returns how many tasks e runs at once: its Cap, if it has
-// one, else pool.DefaultSize.
-func executorSize(e pool.Executor) int {
-	if c, ok := e.(interface{ Cap() int }); ok {
-		return max(c.Cap(), 1)
-	}
-	return pool.DefaultSize
 }
 
 // executorRefused counts and logs an executor's refusal of a drain

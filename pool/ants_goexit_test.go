@@ -1,8 +1,6 @@
 package pool
 
 import (
-	"context"
-	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -13,16 +11,19 @@ import (
 )
 
 // TestAntsSizeHoldsAfterGoexit: tasks that call runtime.Goexit among many,
-// executed from several goroutines: the backlog goes on after each on a
-// goroutine that keeps its place, so no more than size tasks ever run at
-// once, and every task runs.
+// executed from several goroutines: the goroutine a Goexit ends frees its
+// place for the next task, so no more than size tasks ever run at once,
+// and every task runs.
 func TestAntsSizeHoldsAfterGoexit(t *testing.T) {
 	const size, tasks, exitEvery = 2, 2000, 50
-	a, err := NewAnts(size, WithLogger(slog.New(slog.DiscardHandler)))
+	a, err := NewAnts(size)
 	require.NoError(t, err)
 	var running, most, ran atomic.Int32
+	var wg sync.WaitGroup
+	wg.Add(tasks)
 	task := func(exit bool) func() {
 		return func() {
+			defer wg.Done()
 			n := running.Add(1)
 			defer running.Add(-1)
 			ran.Add(1)
@@ -45,7 +46,8 @@ func TestAntsSizeHoldsAfterGoexit(t *testing.T) {
 		}()
 	}
 	producers.Wait()
-	require.NoError(t, a.ReleaseContext(context.Background()))
+	wg.Wait()
+	releaseAndWait(t, a)
 	assert.Equal(t, int32(tasks), ran.Load(), "tasks run")
 	assert.LessOrEqual(t, most.Load(), int32(size), "tasks running at once")
 }

@@ -1,7 +1,6 @@
 package pool_test
 
 import (
-	"errors"
 	"fmt"
 	"time"
 
@@ -46,8 +45,8 @@ func Example_inline() {
 	// tasks run on the worker: 3
 }
 
-// NewAnts makes a bounded goroutine pool. Tasks beyond its size wait in a
-// backlog instead of blocking the caller; after Release it accepts nothing.
+// NewAnts makes a bounded goroutine pool. Execute waits while every
+// goroutine runs a task; after Release it accepts nothing.
 func ExampleNewAnts() {
 	exec, err := pool.NewAnts(4)
 	if err != nil {
@@ -67,10 +66,10 @@ func ExampleNewAnts() {
 
 	exec.Release()
 	err = exec.Execute(func() {})
-	fmt.Println(errors.Is(err, pool.ErrClosed))
+	fmt.Println("refused after Release:", err != nil)
 	// Output:
 	// sum of squares: 285
-	// true
+	// refused after Release: true
 }
 
 // goExecutor is the simplest Executor: a new goroutine per task.

@@ -21,6 +21,16 @@ func TestMain(m *testing.M) {
 	leaktest.VerifyTestMain(m)
 }
 
+// waitBound bounds every wait for work on other goroutines: far more than
+// the work needs, so that a lost task fails the test instead of hanging it.
+const waitBound = 10 * time.Second
+
+// releaseAndWait releases a and waits until its goroutines have exited.
+func releaseAndWait(tb testing.TB, a *Ants) {
+	tb.Helper()
+	require.NoError(tb, a.p.ReleaseContext(context.Background()))
+}
+
 func TestInlineRunsOnTheCaller(t *testing.T) {
 	ran := false
 	require.NoError(t, Inline.Execute(func() { ran = true }))
@@ -32,17 +42,21 @@ func TestNewAntsValidatesSize(t *testing.T) {
 	assert.ErrorContains(t, err, "NewAnts(-1)")
 	a, err := NewAnts(0)
 	require.NoError(t, err)
-	defer a.Release()
-	assert.Equal(t, DefaultSize, a.pool.Cap())
+	defer releaseAndWait(t, a)
+	assert.Equal(t, 1024, a.Cap(), "size 0: the size of a timer's own pool")
+	b, err := NewAnts(3)
+	require.NoError(t, err)
+	defer releaseAndWait(t, b)
+	assert.Equal(t, 3, b.Cap())
 }
 
 func TestAntsRunsEveryTask(t *testing.T) {
 	a, err := NewAnts(4)
 	require.NoError(t, err)
-	defer a.Release()
+	defer releaseAndWait(t, a)
 	var wg sync.WaitGroup
 	var ran atomic.Int32
-	for i := 0; i < 1000; i++ {
+	for range 1000 {
 		wg.Add(1)
 		require.NoError(t, a.Execute(func() { ran.Add(1); wg.Done() }))
 	}
@@ -50,103 +64,64 @@ func TestAntsRunsEveryTask(t *testing.T) {
 	assert.Equal(t, int32(1000), ran.Load())
 }
 
-// TestAntsSaturatedNeverBlocksNorDrops fills a one-goroutine pool with a
-// blocked task: Execute keeps returning at once, and the backlog runs in
-// order once the pool frees up.
-func TestAntsSaturatedNeverBlocksNorDrops(t *testing.T) {
+// TestAntsExecuteWaitsForAGoroutineWhenFull: a pool of one goroutine held
+// by a task keeps no queue: Execute waits until the task returns, then
+// runs the next task and returns nil.
+func TestAntsExecuteWaitsForAGoroutineWhenFull(t *testing.T) {
 	a, err := NewAnts(1)
 	require.NoError(t, err)
-	defer a.Release()
-	release := make(chan struct{})
-	started := make(chan struct{})
+	defer releaseAndWait(t, a)
+	release, started := make(chan struct{}), make(chan struct{})
 	require.NoError(t, a.Execute(func() { close(started); <-release }))
 	<-started
-
-	var order []int
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	for i := 0; i < 100; i++ {
-		wg.Add(1)
-		require.NoError(t, a.Execute(func() {
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			wg.Done()
-		}), "Execute must not fail or block when saturated")
+	ran, executed := make(chan struct{}), make(chan error, 1)
+	go func() { executed <- a.Execute(func() { close(ran) }) }()
+	select {
+	case err := <-executed:
+		require.Fail(t, "Execute returned while the pool's goroutine was held", "error: %v", err)
+	case <-time.After(50 * time.Millisecond): // the claim is that it waits: a bounded look
 	}
-	close(release)
-	wg.Wait()
-	require.Len(t, order, 100)
-	// While the backlog existed every task queued behind it, so all ran in
-	// the backlog, in order.
-	for i := range order {
-		assert.Equal(t, i, order[i])
-	}
-}
-
-func TestAntsBacklogSurvivesAPanic(t *testing.T) {
-	a, err := NewAnts(1)
-	require.NoError(t, err)
-	defer a.Release()
-	release := make(chan struct{})
-	started := make(chan struct{})
-	require.NoError(t, a.Execute(func() { close(started); <-release }))
-	<-started
-	done := make(chan struct{})
-	require.NoError(t, a.Execute(func() { panic("boom") }))
-	require.NoError(t, a.Execute(func() { close(done) }))
-	assert.LessOrEqual(t, a.Backlog(), 2)
-	close(release)
-	<-done
-}
-
-func TestAntsReleaseRefusesNewTasksButRunsAccepted(t *testing.T) {
-	a, err := NewAnts(1)
-	require.NoError(t, err)
-	release := make(chan struct{})
-	started := make(chan struct{})
-	require.NoError(t, a.Execute(func() { close(started); <-release }))
-	<-started
-	done := make(chan struct{})
-	require.NoError(t, a.Execute(func() { close(done) })) // in the backlog
-	a.Release()
-	a.Release() // idempotent
-	assert.ErrorIs(t, a.Execute(func() {}), ErrClosed)
 	close(release)
 	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		t.Fatal("an accepted task was dropped by Release")
+	case err := <-executed:
+		require.NoError(t, err)
+	case <-time.After(waitBound):
+		require.Fail(t, "Execute still waits with the goroutine free")
+	}
+	select {
+	case <-ran:
+	case <-time.After(waitBound):
+		require.Fail(t, "an accepted task never ran")
 	}
 }
 
-func TestAntsRefusesNil(t *testing.T) {
-	a, err := NewAnts(1)
-	require.NoError(t, err)
-	defer a.Release()
-	assert.Error(t, a.Execute(nil))
-}
-
-// TestAntsLogsPanicsWithTheirStackToItsLogger.
-func TestAntsLogsPanicsWithTheirStackToItsLogger(t *testing.T) {
+// TestAntsPanicEndsOnlyItsGoroutine: a panicking task is logged, with its
+// stack, to slog.Default(), and the pool runs the tasks after it.
+func TestAntsPanicEndsOnlyItsGoroutine(t *testing.T) {
 	var mu sync.Mutex
 	var buf bytes.Buffer
-	logger := slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))
-	a, err := NewAnts(1, WithLogger(logger))
+	defer slog.SetDefault(slog.Default())
+	slog.SetDefault(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil)))
+	a, err := NewAnts(1)
 	require.NoError(t, err)
+	require.NoError(t, a.Execute(func() { panicInATask() }))
 	done := make(chan struct{})
-	require.NoError(t, a.Execute(func() {
-		defer close(done)
-		panic("boom")
-	}))
-	<-done
-	require.NoError(t, a.ReleaseContext(context.Background()))
+	require.NoError(t, a.Execute(func() { close(done) }))
+	select {
+	case <-done:
+	case <-time.After(waitBound):
+		require.Fail(t, "the task after a panic never ran")
+	}
+	releaseAndWait(t, a)
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Contains(t, buf.String(), "task panicked")
 	assert.Contains(t, buf.String(), "panic=boom")
-	assert.Contains(t, buf.String(), "TestAntsLogsPanicsWithTheirStackToItsLogger", "the stack")
+	assert.Contains(t, buf.String(), "panicInATask", "the stack")
 }
+
+//go:noinline
+func panicInATask() { panic("boom") }
 
 type lockedWriter struct {
 	mu *sync.Mutex
@@ -159,55 +134,31 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// TestAntsReleaseContextWaitsForTasks: once ReleaseContext returns nil,
-// every accepted task, backlog included, has returned.
-func TestAntsReleaseContextWaitsForTasks(t *testing.T) {
+// TestAntsReleaseRefusesNewTasksButFinishesRunning: after Release, Execute
+// fails; a task running at the time runs to its end.
+func TestAntsReleaseRefusesNewTasksButFinishesRunning(t *testing.T) {
 	a, err := NewAnts(1)
 	require.NoError(t, err)
-	assert.Equal(t, 1, a.Cap())
-	release := make(chan struct{})
-	started := make(chan struct{})
-	var finished atomic.Int32
-	require.NoError(t, a.Execute(func() { close(started); <-release; finished.Add(1) }))
+	release, started, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	require.NoError(t, a.Execute(func() { close(started); <-release; close(done) }))
 	<-started
-	require.NoError(t, a.Execute(func() { finished.Add(1) })) // in the backlog
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	assert.ErrorIs(t, a.ReleaseContext(ctx), context.Canceled, "bounded by ctx")
+	a.Release()
+	a.Release() // idempotent
+	assert.Error(t, a.Execute(func() {}), "Execute after Release")
 	close(release)
-	require.NoError(t, a.ReleaseContext(context.Background()))
-	assert.Equal(t, int32(2), finished.Load())
-	assert.ErrorIs(t, a.Execute(func() {}), ErrClosed)
+	select {
+	case <-done:
+	case <-time.After(waitBound):
+		require.Fail(t, "a running task was cut short by Release")
+	}
+	releaseAndWait(t, a)
 }
 
-// TestAntsIdleGoroutineTakesANewTaskWhileTheBacklogRuns: once the pool has
-// been saturated, a slow task taken from the backlog holds only its own
-// goroutine; a task executed later starts on an idle one at once.
-func TestAntsIdleGoroutineTakesANewTaskWhileTheBacklogRuns(t *testing.T) {
-	a, err := NewAnts(2)
+func TestAntsRefusesNil(t *testing.T) {
+	a, err := NewAnts(1)
 	require.NoError(t, err)
-	defer a.Release()
-	holdA, holdB, holdSlow := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	started := make(chan struct{}, 3)
-	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdA }))
-	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdB }))
-	<-started
-	<-started
-	require.NoError(t, a.Execute(func() { started <- struct{}{}; <-holdSlow }))
-	assert.Equal(t, 1, a.Backlog(), "the pool is full: the slow task waits")
-	close(holdA)
-	close(holdB)
-	<-started // the slow task runs, on a pool goroutine; the other is idle
-	defer close(holdSlow)
-
-	short := make(chan struct{})
-	require.NoError(t, a.Execute(func() { close(short) }))
-	select {
-	case <-short:
-	case <-time.After(10 * time.Second):
-		t.Fatal("a short task waited behind the slow one with a pool goroutine idle")
-	}
-	assert.LessOrEqual(t, a.Running(), 2)
+	defer releaseAndWait(t, a)
+	assert.Error(t, a.Execute(nil))
 }
 
 // TestAntsNeverRunsMoreThanItsSize: many goroutines executing at once never
@@ -243,31 +194,32 @@ func TestAntsNeverRunsMoreThanItsSize(t *testing.T) {
 	}
 	producers.Wait()
 	wg.Wait()
-	require.NoError(t, a.ReleaseContext(context.Background()))
+	releaseAndWait(t, a)
 	assert.LessOrEqual(t, most.Load(), int32(size))
-	assert.Zero(t, a.Backlog())
 }
 
 // TestAntsTaskCallingGoexitEndsOnlyItsGoroutine: a task that calls
 // runtime.Goexit, as t.FailNow does, ends its own goroutine and no more:
-// the backlog behind it runs, it is logged, and Release finds nothing
-// left running.
+// the tasks executed after it run, and the pool releases cleanly.
 func TestAntsTaskCallingGoexitEndsOnlyItsGoroutine(t *testing.T) {
-	var mu sync.Mutex
-	var buf bytes.Buffer
-	a, err := NewAnts(1, WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &buf}, nil))))
+	a, err := NewAnts(1)
 	require.NoError(t, err)
 	hold := make(chan struct{})
 	require.NoError(t, a.Execute(func() { <-hold; runtime.Goexit() }))
 	var ran atomic.Int32
-	for range 10 {
-		require.NoError(t, a.Execute(func() { ran.Add(1) }))
-	}
+	executed := make(chan struct{})
+	go func() {
+		defer close(executed)
+		for range 10 {
+			assert.NoError(t, a.Execute(func() { ran.Add(1) }))
+		}
+	}()
 	close(hold)
-	require.NoError(t, a.ReleaseContext(context.Background()))
-	assert.Equal(t, int32(10), ran.Load(), "the backlog behind the task ran")
-	assert.Zero(t, a.Running())
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Contains(t, buf.String(), "runtime.Goexit")
+	select {
+	case <-executed:
+	case <-time.After(waitBound):
+		require.Fail(t, "Execute waits forever after a task called runtime.Goexit")
+	}
+	releaseAndWait(t, a)
+	assert.Equal(t, int32(10), ran.Load(), "the tasks after it ran")
 }

@@ -52,7 +52,7 @@ func hashedWheelContender(inline bool) Contender {
 		NeverEarly:      true,
 		Ticked:          true,
 		ReleasesOnClose: true,
-		Executor:        "its own ants pool (pool.DefaultSize); tasks due together start together",
+		Executor:        "its own ants pool (1024 goroutines); tasks due together start together",
 		Note:            "this library: rounds-based wheel, lock-free intake, one worker",
 	}
 	if inline {

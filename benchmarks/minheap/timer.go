@@ -33,8 +33,8 @@ type config struct {
 }
 
 // WithExecutor sets the executor that runs expired tasks; the caller owns
-// it. Without it the timer runs tasks on its own pool.Ants of
-// pool.DefaultSize goroutines, released by Stop, as hashedwheel does.
+// it. Without it the timer runs tasks on a goroutine pool of its own of
+// 1024 goroutines, released by Stop, as hashedwheel does.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if e == nil {

@@ -1,29 +1,35 @@
-// Package dispatch hands tasks that come due together to an executor so
-// that they start together: a slow task delays no other, up to the
-// executor's size. The hashedwheel timer and the benchmark contenders built
-// on the same engine share it, so that they differ only in how they find
-// what is due.
+// Package dispatch decides which due task starts when, between a timer's
+// worker and its executor: tasks that come due together start together, a
+// slow task delaying no other, up to the executor's size. The hashedwheel
+// timer and the benchmark contenders built on the same engine share it, so
+// that they differ only in how they find what is due.
 //
 // A dispatch is one list of due tasks and a claim cursor, drained by drain
 // functions running on the executor: each claims the next tasks, runs
 // them, and claims again until none is left, then steals, one at a time,
-// the tasks other drain functions claimed and have not started. A dispatch
-// starts a few drain functions, twice as many as the machine has
-// processors, which is enough for short tasks. Once they have all started
-// and tasks wait, the list watches itself on a runtime timer, every
-// GrowInterval: while its drain functions are held by slow tasks it
-// starts in one step a drain function for every slow task it expects, up
+// the tasks other drain functions claimed and have not started. The
+// dispatcher bounds its drain functions across all its lists (slot.go):
+// at most Parallelism, the executor's size, are handed over and not
+// returned, so the executor never needs a queue of its own. A drain
+// function that exhausts its list goes on with the oldest list waiting for
+// drainers before it returns; a list beyond the bound waits in that queue,
+// costing nothing, until one does.
+//
+// A dispatch starts a few drain functions, twice as many as the machine
+// has processors, which is enough for short tasks. Once they have all
+// started and tasks wait, the list watches itself on a runtime timer,
+// every GrowInterval: while its drain functions are held by slow tasks it
+// asks in one step for a drain function for every slow task it expects, up
 // to the executor's size, so that slow tasks start within milliseconds
 // whatever their number. The watch runs on no goroutine of the caller's,
 // so a dispatching goroutine held up, or a clock.Fake standing still,
 // delays no growth; and it is armed only while growing can help, so a
-// dispatch waiting for the executor's goroutines costs nothing until one
-// frees up and a drain function starts. A drain function claims one
-// task at a time while tasks take long, and doubles its claim, up to
-// maxClaim, while they are short, so that a storm of short tasks does not
-// pay a contended atomic operation per task; what it claimed and has not
-// started others may steal, so a slow task holds up no task claimed with
-// it.
+// dispatch waiting for a slot costs nothing until one frees up. A drain
+// function claims one task at a time while tasks take long, and doubles
+// its claim, up to maxClaim, while they are short, so that a storm of
+// short tasks does not pay a contended atomic operation per task; what it
+// claimed and has not started others may steal, so a slow task holds up no
+// task claimed with it.
 package dispatch
 
 import (
@@ -46,12 +52,14 @@ type Config[T any] struct {
 	Executor Executor
 	// Run runs one task. It must recover its own panics.
 	Run func(T)
-	// Parallelism is the most drain functions one dispatch hands to the
-	// executor: the executor's size. At least 1.
+	// Parallelism is the most drain functions the dispatcher hands to the
+	// executor that have not returned, across all its dispatches: the
+	// executor's size. 0 means SizeOf(Executor).
 	Parallelism int
 	// Refused is called, on the goroutine that hands a drain function to
 	// the executor (the dispatching goroutine, a list's watch, or one
-	// taking over from a task that called runtime.Goexit), when the
+	// taking over from a task or an Execute that called runtime.Goexit),
+	// when the
 	// executor refuses it or panics in Execute; the function then runs
 	// on a goroutine of its own, so that no task is lost. It must be safe
 	// for concurrent use.
@@ -65,6 +73,19 @@ type Config[T any] struct {
 	// Started and Finished, if set, are told of the tasks dispatched and
 	// of those that returned, n at a time (clock.WorkTracker).
 	Started, Finished func(n int)
+}
+
+// DefaultParallelism is the size of an executor that states none: of one
+// without a Cap method, and of the pool a timer makes for itself.
+const DefaultParallelism = 1024
+
+// SizeOf returns how many tasks e runs at once: what its Cap method
+// returns, if it has one and that is positive, else DefaultParallelism.
+func SizeOf(e Executor) int {
+	if c, ok := e.(interface{ Cap() int }); ok && c.Cap() > 0 {
+		return c.Cap()
+	}
+	return DefaultParallelism
 }
 
 // maxKeptTasks bounds the capacity of the lists a dispatcher keeps for
@@ -109,6 +130,12 @@ type Dispatcher[T any] struct {
 	mu   sync.Mutex
 	free [][]T // emptied task lists, for the caller's next batches
 
+	// The bound (slot.go).
+	slotsMu            sync.Mutex
+	held               int      // slots granted and not given back: at most Parallelism
+	idleSlots          *slot[T] // slots made and not held, linked
+	waitHead, waitTail *list[T] // the lists waiting for drainers, oldest first
+
 	// The dispatching goroutine's: the tasks of an inline dispatch, of
 	// which inline[inlineNext:] have yet to run.
 	inline     []T
@@ -117,7 +144,9 @@ type Dispatcher[T any] struct {
 
 // New returns a dispatcher configured by cfg.
 func New[T any](cfg Config[T]) *Dispatcher[T] {
-	cfg.Parallelism = max(cfg.Parallelism, 1)
+	if cfg.Parallelism <= 0 {
+		cfg.Parallelism = SizeOf(cfg.Executor)
+	}
 	if cfg.Refused == nil {
 		cfg.Refused = func(error) {}
 	}
@@ -134,7 +163,7 @@ func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
 // executor, started together up to Parallelism at a time. It copies the
 // tasks, into a list recycled from an earlier dispatch when one is free,
 // and clears the slice, which the caller may reuse at once: a dispatch
-// costs two small allocations whatever its size.
+// costs one small allocation whatever its size.
 func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	if len(tasks) == 0 {
 		return
@@ -176,11 +205,10 @@ func (d *Dispatcher[T]) RunInline() {
 // dispatchList hands tasks, at most maxListLen, to the executor as one
 // list.
 func (d *Dispatcher[T]) dispatchList(tasks []T) {
-	// A list is never reused, only its slice: an executor that runs a
-	// drain function twice, or late, finds the cursor at the end.
+	// A list is never reused, only its slice: a drain function that comes
+	// to it late finds the cursor at the end.
 	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
 	clear(tasks)
-	l.drain = func() { drainMarked(l) }
 	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
 }
 

@@ -2,7 +2,6 @@ package dispatch_test
 
 import (
 	"context"
-	"log/slog"
 	"runtime"
 	"sync/atomic"
 	"testing"
@@ -11,18 +10,18 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wheeltimer/wheeltimer/internal/antspool"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // TestGoexitKeepsTheExecutorsSize: on a pool of one goroutine, a task
 // that calls runtime.Goexit ends its drain function; the rest of its
-// dispatch goes on through the pool, behind a newer dispatch already
-// waiting there, and never beside it: one task runs at a time. Carried on
-// on a goroutine of its own, the rest ran while the pool, its goroutine
-// handed on, ran the newer dispatch.
+// dispatch, and a newer dispatch waiting for the slot, go on through the
+// pool, handed to a successor holding the same slot, and never beside it:
+// one task runs at a time. Carried on on a goroutine of its own, the rest
+// ran beside the pool's goroutine.
 func TestGoexitKeepsTheExecutorsSize(t *testing.T) {
-	exec, err := pool.NewAnts(1, pool.WithLogger(slog.New(slog.DiscardHandler)))
+	exec, err := antspool.New(1)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, exec.ReleaseContext(context.Background())) }()
 	const exits, overlapWindow = 1, 100 * time.Millisecond
@@ -46,7 +45,7 @@ func TestGoexitKeepsTheExecutorsSize(t *testing.T) {
 		}
 	}})
 	d.Dispatch([]int{exits, 2})
-	d.Dispatch([]int{3}) // waits in the pool's backlog
+	d.Dispatch([]int{3}) // waits for the one slot
 	require.Equal(t, exits, <-ran)
 	close(gate)
 	for range 2 {

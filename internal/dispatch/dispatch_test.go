@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -14,10 +13,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wheeltimer/wheeltimer/internal/antspool"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // TestMain fails the package if a test leaves a drain function running.
@@ -278,7 +277,7 @@ func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
 func TestATaskCallingGoexitLosesNoOtherTask(t *testing.T) {
 	const n = 2000
 	runs := make([]atomic.Int32, n+1)
-	antsPool, err := pool.NewAnts(2, pool.WithLogger(slog.New(slog.DiscardHandler)))
+	antsPool, err := antspool.New(2)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, antsPool.ReleaseContext(context.Background())) }()
 	for name, exec := range map[string]dispatch.Executor{"goroutine per call": &goExecutor{}, "pool": antsPool} {

@@ -11,8 +11,7 @@ import (
 type list[T any] struct {
 	d        *Dispatcher[T]
 	tasks    []T
-	drain    func()                // drainMarked(l), made once: a closure allocates
-	drainers atomic.Int64          // drain functions handed to the executor
+	drainers atomic.Int64          // drain functions granted or waited for in the queue
 	working  atomic.Int64          // drain functions that have started a task, not ended by a Goexit
 	next     atomic.Int64          // index of the first unclaimed task
 	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
@@ -23,6 +22,11 @@ type list[T any] struct {
 	// allocates), and how many tasks had started when it was armed.
 	check          func()
 	startedAtCheck int64
+
+	// Guarded by the dispatcher's slotsMu (see slot.go).
+	queued   bool     // in the queue of lists waiting for drainers
+	wanted   int      // drain functions it waits for there
+	waitNext *list[T] // the next list in the queue
 }
 
 // unstarted returns how many tasks of the list have not started: those
@@ -35,45 +39,15 @@ func (l *list[T]) unstarted() int64 {
 	return n
 }
 
-// start hands n more drain functions of l to the executor, counted
-// first, so that the last to start sees them all. An Execute that ends
-// the calling goroutine with runtime.Goexit (the function it was given
-// then runs on a goroutine of its own) leaves none counted that was never
-// handed over.
-func (l *list[T]) start(n int) {
-	if n <= 0 {
-		return
-	}
-	l.drainers.Add(int64(n))
-	handed := 0
-	defer func() {
-		if handed < n {
-			l.drainers.Add(-int64(n - handed - 1))
-			l.watch() // those handed over may all have started meanwhile
-		}
-	}()
-	for ; handed < n; handed++ {
-		l.execute()
-	}
-}
-
-// execute hands a drain function, already counted in drainers, to the
-// executor; one it refuses, or panics on, runs on a goroutine of its own.
-func (l *list[T]) execute() {
-	if err := safeExecute(l.d.cfg.Executor, l.drain); err != nil {
-		l.d.cfg.Refused(err)
-		go l.drain()
-	}
-}
-
-// run runs tasks until none is left to start: it claims them from the
-// cursor, one at a time, twice as many each time the last claim's tasks
-// were short; then it steals the tasks that other drain functions claimed
-// and have not started, so that a slow task holds up no task claimed with
-// it. It yields its processor every yieldEvery. A task that calls
-// runtime.Goexit ends the drain function: another one takes over.
-func (l *list[T]) run() {
-	r := drainer[T]{l: l, began: monotonic()}
+// run runs tasks, for the drain function of s, until none is left to
+// start: it claims them from the cursor, one at a time, twice as many each
+// time the last claim's tasks were short; then it steals the tasks that
+// other drain functions claimed and have not started, so that a slow task
+// holds up no task claimed with it. It yields its processor every
+// yieldEvery. A task that calls runtime.Goexit ends the drain function:
+// another one, for the same slot, takes over.
+func (l *list[T]) run(s *slot[T]) {
+	r := drainer[T]{l: l, s: s, began: monotonic()}
 	r.yielded = r.began
 	defer r.finish()
 	r.claimAndRun()
@@ -84,11 +58,12 @@ func (l *list[T]) run() {
 // drainer is the state of one drain function's run of a list.
 type drainer[T any] struct {
 	l        *list[T]
-	own      *claim // this drain function's claim, made at its first claim of several tasks
-	ran      int64  // tasks run
-	began    int64  // when the current claim's tasks began
-	yielded  int64  // when the processor was last yielded
-	returned bool   // run returned: no task called runtime.Goexit
+	s        *slot[T] // the slot its drain function holds
+	own      *claim   // this drain function's claim, made at its first claim of several tasks
+	ran      int64    // tasks run
+	began    int64    // when the current claim's tasks began
+	yielded  int64    // when the processor was last yielded
+	returned bool     // run returned: no task called runtime.Goexit
 }
 
 // claimAndRun claims tasks from the cursor and runs them, until none is
@@ -182,11 +157,11 @@ func (r *drainer[T]) yieldEvery(now int64) {
 }
 
 // finish counts the tasks the drain function ran. If a task ended it with
-// runtime.Goexit, a new drain function takes over what is left, handed to
-// the executor so that its size holds: the goroutine ending may hold the
-// executor's last place, which its executor hands on once it has ended,
-// so the hand-over is made from a goroutine of its own, in case Execute
-// waits for a place.
+// runtime.Goexit, a new drain function, holding the same slot, takes over
+// what is left, handed to the executor so that its size holds: the
+// goroutine ending may hold the executor's last place, which its executor
+// hands on once it has ended, so the hand-over is made from a goroutine of
+// its own, in case Execute waits for a place.
 func (r *drainer[T]) finish() {
 	l := r.l
 	if !r.returned {
@@ -194,7 +169,8 @@ func (r *drainer[T]) finish() {
 			r.own.set(0, 0)
 		}
 		l.working.Add(-1) // its successor, counted in drainers already, has yet to start
-		go l.execute()
+		r.s.l = l
+		go r.s.execute()
 	}
 	if r.ran == 0 {
 		return

@@ -6,7 +6,7 @@ import (
 	"unsafe"
 )
 
-// runner is what drainMarked runs: a list, whose owner is the address of
+// runner is what drainMarked runs: a slot, whose owner is the address of
 // its Dispatcher. An interface keeps the marker a single, non-generic
 // function whose frame CalledFromTask recognises.
 type runner interface {
@@ -14,9 +14,9 @@ type runner interface {
 	owner() uintptr
 }
 
-// owner returns the address of the list's dispatcher, which the list keeps
-// alive while it runs.
-func (l *list[T]) owner() uintptr { return uintptr(unsafe.Pointer(l.d)) }
+// address returns the address of the dispatcher, which each of its slots
+// keeps alive while it runs.
+func (d *Dispatcher[T]) address() uintptr { return uintptr(unsafe.Pointer(d)) }
 
 // drainMarked is a drain function: every task run on an executor runs
 // beneath it, and beneath a chain of digit frames that spell its
@@ -166,7 +166,7 @@ func CalledFromTask() bool {
 // it runs a drain function of d beneath it (an executor that runs what it
 // is given on the caller's goroutine).
 func (d *Dispatcher[T]) CalledFromTask() bool {
-	self := uintptr(unsafe.Pointer(d)) >> addressAlign
+	self := d.address() >> addressAlign
 	found := false
 	walkDrains(func(owner uintptr) bool {
 		found = owner == self

@@ -1,16 +1,17 @@
 package dispatch
 
-// A list grows itself: once every drain function handed to the executor
-// has started a task and tasks wait unstarted, it arms a check on
+// A list grows itself: once every drain function it was granted has
+// started a task and tasks wait unstarted, it arms a check on
 // Config.After, which runs every GrowInterval while growing can help and
-// starts more drain functions while those it has are held by slow tasks.
-// The check runs on a goroutine of its own, so nothing the dispatching
-// goroutine does (a slow Cancelled hook, a fake clock that stands still)
-// holds up growth. It is not armed while a drain function waits for the
-// executor or a processor: that one, once it starts a task, arms it; nor
-// once the list has as many drain functions as the executor's size, or
-// every task has started: then nothing a check could do would change
-// anything.
+// asks for more drain functions while those it has are held by slow
+// tasks: a slot for each while slots are free, a place in the queue for
+// the rest (slot.go). The check runs on a goroutine of its own, so nothing
+// the dispatching goroutine does (a slow Cancelled hook, a fake clock that
+// stands still) holds up growth. It is not armed while a drain function
+// waits for a slot, the executor or a processor: that one, once it starts
+// a task, arms it; nor once the list has as many drain functions as the
+// executor's size, or every task has started: then nothing a check could
+// do would change anything.
 
 // watch arms the list's check, unless one is armed or growing cannot
 // help. The caller has just started a drain function's first task, or
@@ -30,16 +31,17 @@ func (l *list[T]) watch() {
 // mayGrow reports whether more drain functions could start tasks: some
 // tasks have not started, the list has fewer drain functions than the
 // executor's size, and every one of them has started a task, none waiting
-// for the executor or a processor.
+// for a slot, the executor or a processor.
 func (l *list[T]) mayGrow() bool {
 	drainers := l.drainers.Load()
 	return drainers < int64(l.d.cfg.Parallelism) && l.working.Load() >= drainers && l.unstarted() > 0
 }
 
-// grow is the check: it adds drain functions if fewer tasks started since
-// the last check than the list has drain functions, which are then held by
-// slow tasks. Drain functions that keep starting short tasks gain nothing
-// from company. Then it arms the next check, if growing can still help.
+// grow is the check: it asks for drain functions if fewer tasks started
+// since the last check than the list has drain functions, which are then
+// held by slow tasks. Drain functions that keep starting short tasks gain
+// nothing from company. Then it arms the next check, if growing can still
+// help.
 func (l *list[T]) grow() {
 	defer l.rearm() // also if an Execute ends this goroutine with runtime.Goexit
 	if unstarted := l.unstarted(); unstarted > 0 && l.mayGrow() {

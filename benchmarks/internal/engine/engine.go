@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/internal/antspool"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -44,9 +45,9 @@ type Structure[L any] interface {
 
 // Config is what the engine needs besides its structure.
 type Config struct {
-	// Executor runs expired tasks. Nil means a pool.Ants of
-	// pool.DefaultSize goroutines owned by the engine and released when its
-	// worker exits, as hashedwheel does.
+	// Executor runs expired tasks. Nil means a goroutine pool of 1024
+	// goroutines owned by the engine and released when its worker exits,
+	// as hashedwheel does.
 	Executor pool.Executor
 	// Logger receives task panics and executor failures; nil means
 	// slog.Default().
@@ -60,7 +61,7 @@ type Engine[L any] struct {
 	owner        hashedwheel.Timer
 	start        time.Time
 	executor     pool.Executor
-	ownsExecutor bool
+	internalPool *antspool.Pool // the pool New made, released by exit; nil with Config.Executor
 	logger       *slog.Logger
 	dispatcher   *dispatch.Dispatcher[*Entry[L]]
 
@@ -95,11 +96,11 @@ func New[L any](owner hashedwheel.Timer, s Structure[L], cfg Config) (*Engine[L]
 		g.logger = slog.Default()
 	}
 	if g.executor == nil {
-		exec, err := pool.NewAnts(pool.DefaultSize)
+		exec, err := antspool.New(dispatch.DefaultParallelism)
 		if err != nil {
 			return nil, err
 		}
-		g.executor, g.ownsExecutor = exec, true
+		g.executor, g.internalPool = exec, exec
 	}
 	g.dispatcher = g.newDispatcher(g.executor)
 	go g.run()

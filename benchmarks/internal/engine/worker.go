@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 // run is the worker goroutine: expire under the lock, dispatch outside it,
@@ -63,8 +62,8 @@ func (g *Engine[L]) sleepUntil(t *time.Timer, next int64) {
 // for the dispatched tasks.
 func (g *Engine[L]) exit() {
 	g.dispatcher.Close()
-	if g.ownsExecutor {
-		g.executor.(*pool.Ants).Release()
+	if g.internalPool != nil {
+		g.internalPool.Release()
 	}
 	close(g.done)
 }
