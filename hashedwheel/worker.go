@@ -44,9 +44,9 @@ func newWorker(h *HashedWheelTimer) *worker {
 		lastActive:  -linger, // nothing has happened yet
 		lingerTicks: linger,
 	}
-	cfg := dispatch.Config[*timeout]{
+	cfg := dispatch.Config[*timeout]{ // Parallelism 0: the executor's size, from its Cap
 		Run:     (*timeout).run,
-		Refused: h.executorRefused, // Parallelism: the executor's size
+		Refused: h.executorRefused,
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor

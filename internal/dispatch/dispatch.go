@@ -59,10 +59,9 @@ type Config[T any] struct {
 	// Refused is called, on the goroutine that hands a drain function to
 	// the executor (the dispatching goroutine, a list's watch, or one
 	// taking over from a task or an Execute that called runtime.Goexit),
-	// when the
-	// executor refuses it or panics in Execute; the function then runs
-	// on a goroutine of its own, so that no task is lost. It must be safe
-	// for concurrent use.
+	// when the executor refuses it or panics in Execute; the function then
+	// runs on a goroutine of its own, still counted in Parallelism, so
+	// that no task is lost. It must be safe for concurrent use.
 	Refused func(err error)
 	// After calls f on a goroutine of its own once d has passed; a list
 	// watches its drain functions with it. Nil means time.AfterFunc, on

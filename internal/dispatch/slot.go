@@ -24,8 +24,9 @@ type slot[T any] struct {
 }
 
 // run is the slot's drain function: it drains its list, then each list
-// it takes from the queue, until none waits. An executor that runs it
-// twice for one hand-over runs it once: the second run finds it unarmed.
+// it takes from the queue, until none waits. A second run for one
+// hand-over, by an executor that runs a function twice, finds the slot
+// unarmed and does nothing.
 func (s *slot[T]) run() {
 	if !s.armed.CompareAndSwap(true, false) {
 		return
