@@ -155,7 +155,7 @@ func pendingPlots(r *Results) ([][]*plot.Plot, error) {
 	return populationPlots(r, r.ChurnParams.Pending, "schedule + cancel", "timeouts already pending",
 		func(name string, n, g int) (float64, bool) {
 			if x := churnRow(r, name, n, g); x != nil {
-				return x.NsPerOp, true
+				return x.NsPerOp.Median, true
 			}
 			return 0, false
 		})
@@ -167,7 +167,7 @@ func rearmPlots(r *Results) ([][]*plot.Plot, error) {
 	return populationPlots(r, r.RearmParams.Connections, "re-arm", "connections, one timeout each",
 		func(name string, n, g int) (float64, bool) {
 			if x := rearmRow(r, name, n, g); x != nil {
-				return x.NsPerOp, true
+				return x.NsPerOp.Median, true
 			}
 			return 0, false
 		})
@@ -228,7 +228,7 @@ func scalingPlots(r *Results) ([][]*plot.Plot, error) {
 		var pts plotter.XYs
 		for j, n := range procs {
 			if x := scalingRow(r, c.Name, n); x != nil {
-				pts = append(pts, plotter.XY{X: float64(j), Y: x.NsPerOp})
+				pts = append(pts, plotter.XY{X: float64(j), Y: x.NsPerOp.Median})
 			}
 		}
 		added, err := addLine(p, i, c.Name, pts, true)
@@ -255,7 +255,7 @@ func crossoverPlots(r *Results) ([][]*plot.Plot, error) {
 		var pts plotter.XYs
 		for _, x := range r.RatioParams.Ratios {
 			if y := ratioRow(r, c.Name, x); y != nil {
-				pts = append(pts, plotter.XY{X: x, Y: y.CPUPerTimeout})
+				pts = append(pts, plotter.XY{X: x, Y: y.CPUPerTimeout.Median})
 			}
 		}
 		added, err := addLine(p, i, c.Name, pts, true)

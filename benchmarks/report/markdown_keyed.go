@@ -24,10 +24,11 @@ func keyedSection(b *strings.Builder, r *Results) {
 		"SetTimer, MoveTimer and RemoveTimer. N keys are live besides, due %v to %v away, so that none expires. "+
 		"Ratios are to `%s`, what users write by hand, at the same N and goroutine count. With %d goroutines each "+
 		"works on keys of its own, and ns/op is aggregate wall time per operation. *Heap / live key* is the growth "+
-		"of the live heap over the N live keys, which share one value. Each keyed set runs in a fresh process. "+
-		"Wheels: tick %v × %d. %v per run, median of %d runs.\n\n",
+		"of the live heap over the N live keys, which share one value, at the first fill. *Setup* is the time to set "+
+		"the N live keys, over %d fills of a fresh set; the runs measure the last. Each keyed set runs in a fresh "+
+		"process. Wheels: tick %v × %d. %v per run, median of %d runs.\n\n",
 		p.Delay, p.Delay, p.LiveDelay, p.LiveDelay+p.LiveSpread, keyedBase, r.Machine.GOMAXPROCS,
-		p.Config.Tick, p.Config.WheelSize, p.Window, p.Runs)
+		p.Runs, p.Config.Tick, p.Config.WheelSize, p.Window, p.Runs)
 	var sets [][]string
 	for _, k := range r.KeyedSets {
 		sets = append(sets, []string{"`" + k.Name + "`", k.Note})
@@ -44,10 +45,10 @@ func keyedSection(b *strings.Builder, r *Results) {
 				}
 				perKey := "—"
 				if n > 0 {
-					perKey = fmt.Sprintf("%.0f B (%s)", x.BytesPerKey, ratio(x.BytesPerKey, a.BytesPerKey))
+					perKey = fmt.Sprintf("%.0f B %s", x.BytesPerKey, ratio(x.BytesPerKey, a.BytesPerKey))
 				}
 				rows = append(rows, []string{count(n), "`" + k.Name + "`", fmt.Sprint(g),
-					withRatio(x.NsPerOp, a.NsPerOp), withRatio(x.CPUNsPerOp, a.CPUNsPerOp),
+					nsSpreadRatio(x.NsPerOp, a.NsPerOp), nsSpreadRatio(x.CPUNsPerOp, a.CPUNsPerOp),
 					fmt.Sprintf("%.0f", x.BytesPerOp), fmt.Sprintf("%.2f", x.AllocsPerOp), perKey,
 					setup(n, x.Setup, a.Setup)})
 			}

@@ -23,8 +23,9 @@ func rearmSection(b *strings.Builder, r *Results) {
 		"took that path); `time.Timer.Reset` on one `time.AfterFunc` timer per connection, the row of `%s`, which "+
 		"every ratio is to; go-zero's `MoveTimer`. Wheels: tick %v × %d. %v per run, median of %d runs. With %d "+
 		"goroutines each re-arms its own share of the connections, and ns/op is aggregate wall time per re-arm. "+
-		"Setup is the time to open the N connections' timeouts.\n\n",
-		p.Delay, p.Delay, base, p.Config.Tick, p.Config.WheelSize, p.Window, p.Runs, r.Machine.GOMAXPROCS)
+		"Setup is the time to open the N connections' timeouts, over %d fills of a fresh timer; the runs measure "+
+		"the last.\n\n",
+		p.Delay, p.Delay, base, p.Config.Tick, p.Config.WheelSize, p.Window, p.Runs, r.Machine.GOMAXPROCS, p.Runs)
 	fmt.Fprintf(b, "![re-arm cost against the number of connections](%s)\n\n", chart(r, ChartRearm))
 	var rows [][]string
 	for _, n := range p.Connections {
@@ -36,7 +37,7 @@ func rearmSection(b *strings.Builder, r *Results) {
 					continue
 				}
 				rows = append(rows, []string{count(n), "`" + c.Name + "`", fmt.Sprint(g),
-					withRatio(x.NsPerOp, a.NsPerOp), withRatio(x.CPUNsPerOp, a.CPUNsPerOp),
+					nsSpreadRatio(x.NsPerOp, a.NsPerOp), nsSpreadRatio(x.CPUNsPerOp, a.CPUNsPerOp),
 					fmt.Sprintf("%.0f", x.BytesPerOp), fmt.Sprintf("%.2f", x.AllocsPerOp),
 					fmt.Sprintf("%.0f%%", 100*x.Rescheduled), setup(n, x.Setup, a.Setup)})
 			}

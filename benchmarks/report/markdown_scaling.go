@@ -30,10 +30,10 @@ func scalingSection(b *strings.Builder, r *Results) {
 	}
 	for _, metric := range []struct {
 		title string
-		get   func(*scenario.ScalingRow) float64
+		get   func(*scenario.ScalingRow) scenario.Stat
 	}{
-		{"Wall time per schedule+cancel pair (aggregate):", func(x *scenario.ScalingRow) float64 { return x.NsPerOp }},
-		{"Process CPU time per pair:", func(x *scenario.ScalingRow) float64 { return x.CPUNsPerOp }},
+		{"Wall time per schedule+cancel pair (aggregate):", func(x *scenario.ScalingRow) scenario.Stat { return x.NsPerOp }},
+		{"Process CPU time per pair:", func(x *scenario.ScalingRow) scenario.Stat { return x.CPUNsPerOp }},
 	} {
 		var rows [][]string
 		for _, c := range r.Contenders {
@@ -45,7 +45,7 @@ func scalingSection(b *strings.Builder, r *Results) {
 					row = append(row, "n/a")
 					continue
 				}
-				row, measured = append(row, withRatio(metric.get(x), metric.get(a))), true
+				row, measured = append(row, nsSpreadRatio(metric.get(x), metric.get(a))), true
 			}
 			if measured {
 				rows = append(rows, row)

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,12 +100,24 @@ func TestFormat(t *testing.T) {
 	for _, tc := range []struct{ got, want string }{
 		{ns(999), "999 ns"}, {ns(1500), "1.50 µs"}, {ns(12_345_678), "12.3 ms"}, {ns(-2_690_000), "−2.69 ms"},
 		{ratio(50, 100), "0.50×"}, {ratio(1, 0), "—"}, {count(1_000_000), "1M"}, {count(100_000), "100k"}, {count(0), "0"},
+		{nsSpread(scenario.Stat{Median: 162, Min: 155, Max: 171, Runs: 5}), "162 ns (155–171)"},
+		{nsSpread(scenario.Stat{Median: 1.32e9, Min: 0.95e9, Max: 1.55e9, Runs: 5}), "1.32 s (0.95–1.55)"}, // the median's unit
+		{nsSpread(scenario.Stat{Median: -2e6, Min: -3e6, Max: 1e5, Runs: 5}), "−2.00 ms (−3.00 to 0.10)"},
+		{nsSpread(scenario.Stat{Median: 2e4, Min: -1.4e6, Max: 2.94e7, Runs: 5}), "20.0 µs (−1.40 ms to 29.4 ms)"}, // bounds far off
+		{nsSpread(scenario.Stat{Median: 5, Min: 5, Max: 5, Runs: 1}), "5.00 ns"}, {nsSpread(scenario.Stat{}), "n/a"},
+		{nsSpreadRatio(scenario.Stat{Median: 100, Min: 90, Max: 120, Runs: 5}, scenario.Stat{Median: 200, Runs: 5}), "100 ns (90.0–120) 0.50×"},
+		{percentSpread(scenario.Stat{Median: 0.05, Min: -0.01, Max: 0.1, Runs: 5}), "0.050% (-0.010 to 0.100)"},
 		{span(time.Hour), "1h"}, {span(10 * time.Minute), "10m"}, {span(30 * time.Second), "30s"}, {span(90 * time.Minute), "90m"}, {span(1500 * time.Millisecond), "1.5s"},
 	} {
 		if tc.got != tc.want {
 			t.Errorf("got %q, want %q", tc.got, tc.want)
 		}
 	}
+}
+
+// st is a figure of 5 runs with median x, the runs within 10% of it.
+func st(x float64) scenario.Stat {
+	return scenario.Stat{Median: x, Min: x - math.Abs(x)/10, Max: x + math.Abs(x)/10, Runs: 5}
 }
 
 // fakeResults is a small, complete set of results for two contenders, the
@@ -114,6 +127,7 @@ func fakeResults() *Results {
 	r := &Results{
 		Machine:       Machine{CPUModel: "Test CPU 9000", NumCPU: 2, GOMAXPROCS: 2, GoVersion: "go1.26.8", LoadAvg: "0.10 0.20 0.30", Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC)},
 		Mode:          "quick",
+		Runs:          5,
 		ChartFormat:   "svg",
 		Contenders:    cs,
 		ChurnParams:   scenario.ChurnParams{Pending: []int{0, 1000}, Config: contender.Config{Tick: time.Millisecond, WheelSize: 8}},
@@ -129,7 +143,7 @@ func fakeResults() *Results {
 		for _, n := range r.KeyedParams.Keys {
 			for _, g := range []int{1, 2} {
 				r.Keyed = append(r.Keyed, scenario.KeyedRow{Contender: k.Name, Keys: n, Goroutines: g,
-					NsPerOp: 100 * f, CPUNsPerOp: 100 * f, BytesPerKey: 50 * f})
+					NsPerOp: st(100 * f), CPUNsPerOp: st(100 * f), BytesPerKey: 50 * f, Setup: st(1e6 * f)})
 			}
 		}
 	}
@@ -137,28 +151,31 @@ func fakeResults() *Results {
 		f := float64(2 - i) // baseline 2, the other 1
 		for _, n := range r.ChurnParams.Pending {
 			for _, g := range []int{1, 2} {
-				r.Churn = append(r.Churn, scenario.ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, NsPerOp: 100 * f, CPUNsPerOp: 120 * f})
+				r.Churn = append(r.Churn, scenario.ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, NsPerOp: st(100 * f), CPUNsPerOp: st(120 * f),
+					Setup: st(1e6 * f)})
 			}
 		}
 		for _, x := range r.RatioParams.Ratios {
-			r.Ratio = append(r.Ratio, scenario.RatioRow{Contender: c.Name, Ratio: x, WheelSize: 8, CPUPerTimeout: 1000 * f * x, CPUPerTick: 10 * f})
+			r.Ratio = append(r.Ratio, scenario.RatioRow{Contender: c.Name, Ratio: x, WheelSize: 8, CPUPerTimeout: st(1000 * f * x), CPUPerTick: st(10 * f)})
 		}
-		r.Storm = append(r.Storm, scenario.StormRow{Contender: c.Name, ScheduleNsPerOp: 100 * f, LastAfterDue: time.Duration(f) * time.Millisecond})
+		r.Storm = append(r.Storm, scenario.StormRow{Contender: c.Name, ScheduleNsPerOp: st(100 * f), P50: st(1e6 * f), P99: st(2e6 * f),
+			Max: st(4e6 * f), Throughput: st(1e6 / f)})
 		for _, busy := range []bool{false, true} {
-			r.Lateness = append(r.Lateness, scenario.LatenessRow{Contender: c.Name, Busy: busy, P50: time.Millisecond, P99: time.Duration(f) * time.Millisecond,
-				Min: -time.Millisecond * time.Duration(i), Max: 3 * time.Millisecond, Samples: []int64{-1e6, 0, 1e6, 2e6}})
+			r.Lateness = append(r.Lateness, scenario.LatenessRow{Contender: c.Name, Busy: busy, P50: st(1e6), P99: st(1e6 * f),
+				P999: st(2e6 * f), Min: st(-1e6 * float64(i)), Max: st(3e6), Samples: []int64{-1e6, 0, 1e6, 2e6}})
 		}
-		r.Memory = append(r.Memory, scenario.MemoryRow{Contender: c.Name, BytesPerPending: 64 * f, GCCPUFull: time.Millisecond})
-		r.Idle = append(r.Idle, scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Percent: 1},
-			scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Pending: 10_000, Delay: 10 * time.Minute, Percent: 2})
+		r.Memory = append(r.Memory, scenario.MemoryRow{Contender: c.Name, BytesPerPending: 64 * f, GCCPUFull: st(1e6 * f),
+			GCWallFull: st(1e6), GCCPU: st(1e5 * f)})
+		r.Idle = append(r.Idle, scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Percent: st(1), PerTick: st(1e4)},
+			scenario.IdleRow{Contender: c.Name, Tick: time.Millisecond, Pending: 10_000, Delay: 10 * time.Minute, Percent: st(2), PerTick: st(2e4)})
 		for _, n := range r.RearmParams.Connections {
 			for _, g := range []int{1, 2} {
 				r.Rearm = append(r.Rearm, scenario.RearmRow{Contender: c.Name, Connections: n, Goroutines: g,
-					NsPerOp: 50 * f, CPUNsPerOp: 60 * f, Rescheduled: 0.25 * float64(i)})
+					NsPerOp: st(50 * f), CPUNsPerOp: st(60 * f), Rescheduled: 0.25 * float64(i), Setup: st(1e6 * f)})
 			}
 		}
 		for _, procs := range r.ScalingParams.Procs {
-			r.Scaling = append(r.Scaling, scenario.ScalingRow{Contender: c.Name, Procs: procs, NsPerOp: 100 * f / float64(procs), CPUNsPerOp: 100 * f})
+			r.Scaling = append(r.Scaling, scenario.ScalingRow{Contender: c.Name, Procs: procs, NsPerOp: st(100 * f / float64(procs)), CPUNsPerOp: st(100 * f)})
 		}
 	}
 	return r
@@ -168,16 +185,25 @@ func TestMarkdownNamesTheMachineAndComparesWithTheBaseline(t *testing.T) {
 	md := Markdown(fakeResults())
 	for _, want := range []string{
 		"Test CPU 9000", "go1.26.8", "| 2 | 2 |", "0.10 0.20 0.30", "2026-01-02",
-		"belong to this machine", "(0.50×)", "(1.00×)",
+		"belong to this machine",
+		// Once near the top: the runs, the command and the harness.
+		"Every timing is the median of 5 runs", "over 5 storms per contender", "`make bench-quick`", "`benchmarks/cmd/report`",
+		"package `benchmarks/scenario`",
+		// The headline: each timing with its range and ratio.
+		"| `hashedwheel` | 100 ns (90.0–110) 0.50× | 100 ns (90.0–110) 0.50× | 120 ns (108–132) 0.50× | 4.00 ms (3.60–4.40) 0.50× | 1.00 ms (0.90–1.10) 0.50× | 64 B 0.50× |",
+		// A storm row: p50, p99 and max over the storms, the worst at the top.
+		"| `hashedwheel` | 100 ns (90.0–110) 0.50× | 1.00 ms (0.90–1.10) 0.50× | 2.00 ms (1.80–2.20) 0.50× | 4.00 ms (3.60–4.40) 0.50× | 1.00M/s (0.90–1.10) |",
+		"| 1k | `hashedwheel` | 100 ns (90.0–110) 0.50× |", "1.00 ms (0.90–1.10) 0.50× |\n", // a pending row and its setup
+		"| `hashedwheel` | idle | 1.00 ms (0.90–1.10) 1.00× |", "| −1.00 ms (−1.10 to −0.90) |", // lateness, its signed minimum
+		"| `hashedwheel` | 1.00 ms | 10k, 10m away | 2.000% (1.800–2.200) | 40.0 ms (36.0–44.0) | 20.0 µs (18.0–22.0) |",
 		"## 1.", "## 2.", "## 3.", "## 4.", "## 5.", "## 6.", "## 7.", "## 8.", "## 9.", "## 10. Keyed timers",
 		"bench-pending.svg", "bench-crossover.svg", "bench-lateness.svg", "bench-rearm.svg", "bench-scaling.svg",
 		"What could not be measured cleanly",
-		"10k, 10m away", "40.0 ms", // the idle case of 10 000 timeouts, and its CPU per 2 s at 2%
-		"| 1k | `hashedwheel` | 2 | 50.0 ns (0.50×)", "| 25% |", // a re-arm row and its rescheduled share
+		"| 1k | `hashedwheel` | 2 | 50.0 ns (45.0–55.0) 0.50×", "| 25% |", // a re-arm row and its rescheduled share
 		"These figures come from one machine: Test CPU 9000, 2 CPUs", "| GOMAXPROCS 1 | GOMAXPROCS 2 | GOMAXPROCS 4 |",
-		"| `hashedwheel` | 100 ns (0.50×) | 50.0 ns (0.50×) | 25.0 ns (0.50×) |",
-		"| 1k | `keyed` | 2 | 300 ns (1.50×) | 300 ns (1.50×) | 0 | 0.00 | 150 B (1.50×) |", // a keyed row, its heap per key
-		"| 0 | `go-zero` | 1 | 400 ns (2.00×) | 400 ns (2.00×) | 0 | 0.00 | — | — |",
+		"| `hashedwheel` | 100 ns (90.0–110) 0.50× | 50.0 ns (45.0–55.0) 0.50× | 25.0 ns (22.5–27.5) 0.50× |",
+		"| 1k | `keyed` | 2 | 300 ns (270–330) 1.50× | 300 ns (270–330) 1.50× | 0 | 0.00 | 150 B 1.50× | 3.00 ms (2.70–3.30) 1.50× |", // a keyed row, its heap per key and setup
+		"| 0 | `go-zero` | 1 | 400 ns (360–440) 2.00× | 400 ns (360–440) 2.00× | 0 | 0.00 | — | — |",
 		"| `map+AfterFunc` | by hand:",
 	} {
 		if !strings.Contains(md, want) {

@@ -13,6 +13,9 @@ import (
 type Results struct {
 	Machine Machine
 	Mode    string // "quick", "full" or "long"
+	// Runs is the number of runs every timing is the median of (storms,
+	// windows, fills, collections: each scenario's repeats).
+	Runs int
 	// ChartFormat is "svg" or "png".
 	ChartFormat string
 	Took        time.Duration

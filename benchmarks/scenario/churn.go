@@ -26,30 +26,32 @@ type ChurnParams struct {
 	Runs   int
 }
 
-// ChurnRow is one contender at one N and goroutine count. Figures are
-// medians over the runs, per schedule+cancel pair.
+// ChurnRow is one contender at one N and goroutine count. Figures are per
+// schedule+cancel pair, over the runs: timings with their spread, bytes
+// and allocations as medians.
 type ChurnRow struct {
 	Contender  string
 	Pending    int
 	Goroutines int // 1: serial; GOMAXPROCS: parallel
 	// NsPerOp is wall time over pairs: with several goroutines, aggregate
 	// throughput, not per-call latency.
-	NsPerOp float64
+	NsPerOp Stat
 	// CPUNsPerOp is process CPU time over pairs: it includes the timer's own
 	// goroutines (a wheel's worker, go-zero's loop) and the GC.
-	CPUNsPerOp  float64
+	CPUNsPerOp  Stat
 	BytesPerOp  float64
 	AllocsPerOp float64
-	RunNs       []float64 // NsPerOp of each run
-	Setup       time.Duration
-	Errors      int64
+	// Setup is the time to schedule the N pending timeouts, in ns, over
+	// Runs fills of a fresh timer; none for N = 0.
+	Setup  Stat
+	Errors int64
 }
 
 // Churn runs scenarios 1 and 2 on every contender.
 func Churn(p ChurnParams, cs []contender.Contender, prog Progress) ([]ChurnRow, []string) {
 	var rows []ChurnRow
 	var runNotes []string
-	notes := eachFilledTimer("churn", p.Pending, cs, p.Config, p.PendingDelay, p.PendingSpread, prog, func(f filledTimer) {
+	notes := eachFilledTimer("churn", p.Pending, p.Runs, cs, p.Config, p.PendingDelay, p.PendingSpread, prog, func(f filledTimer) {
 		c, n := f.contender, len(f.handles)
 		for _, g := range goroutineCounts() {
 			m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
@@ -58,7 +60,7 @@ func Churn(p ChurnParams, cs []contender.Contender, prog Progress) ([]ChurnRow, 
 			})
 			row := ChurnRow{Contender: c.Name, Pending: n, Goroutines: g, Setup: f.setup,
 				NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
-				RunNs: m.runNs, Errors: m.errors}
+				Errors: m.errors}
 			if row.Errors > 0 {
 				runNotes = append(runNotes, fmt.Sprintf("churn: %s, N=%d, %d goroutine(s): %d Schedule errors",
 					c.Name, n, g, row.Errors))

@@ -19,7 +19,9 @@
 //     live, on the keyed sets of package contender, beside a
 //     mutex-guarded map of time.AfterFunc timers; the heap per key.
 //
-// Timings are medians of several runs. CPU time is the whole process's
+// Every timing is a Stat: the median of the scenario's runs (windows,
+// storms, fills, collections), with the least and the most of them, in
+// nanoseconds but for a share of a core or a rate. CPU time is the whole process's
 // (getrusage), so it includes each timer's own goroutines, which a
 // wall-clock ns/op measured on the calling goroutine hides.
 package scenario

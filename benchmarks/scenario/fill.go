@@ -48,36 +48,67 @@ type filledTimer struct {
 	contender contender.Contender
 	timer     contender.Timer
 	handles   []contender.Handle
-	setup     time.Duration // time taken to schedule the N timeouts
+	// setup is the time taken to schedule the N timeouts, in nanoseconds,
+	// over the fills; none for N = 0.
+	setup Stat
 }
 
 // eachFilledTimer opens, for each N in sizes and each contender, a timer
 // holding N pending timeouts with delays spread over [base, base+spread),
-// calls run with it, and releases it. A contender that cannot be opened or
-// filled gets a note instead of a call. scenario names the notes and the
-// progress line.
-func eachFilledTimer(scenario string, sizes []int, cs []contender.Contender, cfg contender.Config,
+// calls run with it, and releases it. Each timer is filled fills times
+// over, a fresh one each time, for the spread of the time filling takes;
+// run gets the last. A contender that cannot be opened or filled gets a
+// note instead of a call. scenario names the notes and the progress line.
+func eachFilledTimer(scenario string, sizes []int, fills int, cs []contender.Contender, cfg contender.Config,
 	base, spread time.Duration, prog Progress, run func(f filledTimer)) []string {
 	var notes []string
 	for _, n := range sizes {
+		times := max(fills, 1)
+		if n == 0 {
+			times = 1 // nothing to time
+		}
 		for _, c := range cs {
-			status(prog, "%s: %s, filling %d pending", scenario, c.Name, n)
-			t, err := c.New(cfg)
+			f, err := fillTimes(scenario, c, cfg, n, times, base, spread, prog)
 			if err != nil {
 				notes = append(notes, fmt.Sprintf("%s: %s: %v", scenario, c.Name, err))
 				continue
 			}
-			start := time.Now()
-			handles := make([]contender.Handle, n)
-			if err := fill(t, handles, base, spread); err != nil {
-				notes = append(notes, fmt.Sprintf("%s: %s: %v", scenario, c.Name, err))
-			} else {
-				run(filledTimer{contender: c, timer: t, handles: handles, setup: time.Since(start)})
-			}
-			release(c, t, handles)
+			run(f)
+			release(c, f.timer, f.handles)
 		}
 	}
 	return notes
+}
+
+// fillTimes fills a fresh timer of c with n timeouts fills times, timing
+// each fill, and returns the last timer, still filled. fills is at least 1.
+func fillTimes(scenario string, c contender.Contender, cfg contender.Config, n, fills int,
+	base, spread time.Duration, prog Progress) (filledTimer, error) {
+	var took []float64
+	for i := 0; ; i++ {
+		status(prog, "%s: %s, filling %d pending, fill %d/%d", scenario, c.Name, n, i+1, fills)
+		t, err := c.New(cfg)
+		if err != nil {
+			return filledTimer{}, err
+		}
+		handles := make([]contender.Handle, n)
+		start := time.Now()
+		err = fill(t, handles, base, spread)
+		took = append(took, float64(time.Since(start)))
+		if err != nil || i < fills-1 {
+			release(c, t, handles)
+		}
+		if err != nil {
+			return filledTimer{}, err
+		}
+		if i == fills-1 {
+			f := filledTimer{contender: c, timer: t, handles: handles}
+			if n > 0 {
+				f.setup = statOf(took)
+			}
+			return f, nil
+		}
+	}
 }
 
 // goroutineCounts is what each scenario measures at: one goroutine, and one

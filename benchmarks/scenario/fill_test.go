@@ -32,16 +32,16 @@ func (f *fullTimer) Rearm(h contender.Handle, _ time.Duration) (contender.Handle
 func (f *fullTimer) Close() { f.closed = true }
 
 func TestEachFilledTimerNotesWhatItCannotOpenOrFillAndReleasesIt(t *testing.T) {
-	full := &fullTimer{limit: 3}
+	full := &fullTimer{limit: 5}
 	cs := []contender.Contender{
 		{Name: "refuses", New: func(contender.Config) (contender.Timer, error) { return nil, errFull }},
 		{Name: "full", New: func(contender.Config) (contender.Timer, error) { return full, nil }},
 	}
 	var runs int
-	notes := eachFilledTimer("test", []int{2, 5}, cs, small, time.Hour, time.Second, nil, func(f filledTimer) {
+	notes := eachFilledTimer("test", []int{2, 5}, 2, cs, small, time.Hour, time.Second, nil, func(f filledTimer) {
 		runs++
-		if len(f.handles) != 2 || f.handles[1] != 2 {
-			t.Errorf("run with handles %v, want the 2 scheduled", f.handles)
+		if len(f.handles) != 2 || f.handles[1] != 4 || f.setup.Runs != 2 {
+			t.Errorf("run with handles %v, setup over %d fills; want the 2 of the second fill, both fills timed", f.handles, f.setup.Runs)
 		}
 	})
 	if runs != 1 {
@@ -52,8 +52,9 @@ func TestEachFilledTimerNotesWhatItCannotOpenOrFillAndReleasesIt(t *testing.T) {
 		!strings.Contains(notes[2], "filling 5 pending timeouts: full") {
 		t.Errorf("notes %q", notes)
 	}
-	// N=2 cancels its 2, N=5 the 1 scheduled before the timer was full.
-	if !full.closed || full.cancelled != 2+1 {
-		t.Errorf("closed %v, cancelled %d, want true and 3", full.closed, full.cancelled)
+	// N=2 is filled twice, and cancels its 2 each time; N=5 cancels the 1
+	// scheduled before the timer was full.
+	if !full.closed || full.cancelled != 2+2+1 {
+		t.Errorf("closed %v, cancelled %d, want true and 5", full.closed, full.cancelled)
 	}
 }

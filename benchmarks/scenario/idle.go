@@ -45,7 +45,7 @@ func (c IdleCase) Describe() string {
 
 // IdleRow is one contender in one case (Tick 0 for contenders without a
 // tick). A wheel that ticks while anything is pending pays for every empty
-// tick when something is. Figures are medians over the windows.
+// tick when something is. Figures are over the windows, with their spread.
 type IdleRow struct {
 	Contender string
 	Tick      time.Duration // 0 for contenders without a tick
@@ -53,14 +53,16 @@ type IdleRow struct {
 	Delay     time.Duration
 	// Percent is the process's CPU time over wall time, in percent of one
 	// core, minus the same figure with no timer at all (the baseline).
-	Percent float64
-	// PerTick is that corrected CPU time per tick, for ticked contenders.
-	PerTick time.Duration
+	Percent Stat
+	// PerTick is that corrected CPU time per tick in ns, for ticked
+	// contenders.
+	PerTick Stat
 }
 
-// Per is the corrected CPU time the process spends per span of wall time.
-func (r IdleRow) Per(span time.Duration) time.Duration {
-	return time.Duration(r.Percent / 100 * float64(span))
+// Per is the corrected CPU time, in ns, the process spends per span of
+// wall time.
+func (r IdleRow) Per(span time.Duration) Stat {
+	return r.Percent.Scale(float64(span) / 100)
 }
 
 // Idle runs scenario 7 on every contender and returns the rows and the
@@ -149,9 +151,9 @@ func idleOne(p IdleParams, c contender.Contender, ic IdleCase, baseline float64,
 			pcts = append(pcts, pct)
 		}
 	}
-	row.Percent = median(pcts) - baseline
+	row.Percent = statOf(pcts).Less(baseline)
 	if ic.Tick > 0 {
-		row.PerTick = time.Duration(row.Percent / 100 * float64(ic.Tick))
+		row.PerTick = row.Per(ic.Tick)
 	}
 	return row, nil
 }

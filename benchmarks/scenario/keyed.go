@@ -31,24 +31,27 @@ type KeyedParams struct {
 	Runs   int
 }
 
-// KeyedRow is one keyed set at one N and goroutine count. Figures are
-// medians over the runs, per set+move+remove.
+// KeyedRow is one keyed set at one N and goroutine count. Figures are per
+// set+move+remove, over the runs: timings with their spread, bytes and
+// allocations as medians.
 type KeyedRow struct {
 	Contender  string
 	Keys       int
 	Goroutines int // 1: serial; GOMAXPROCS: parallel, each on keys of its own
 	// NsPerOp is wall time over operations: with several goroutines,
 	// aggregate throughput, not per-call latency.
-	NsPerOp     float64
-	CPUNsPerOp  float64
+	NsPerOp     Stat
+	CPUNsPerOp  Stat
 	BytesPerOp  float64
 	AllocsPerOp float64
 	// BytesPerKey is the growth of the live heap over the N live keys,
-	// which share one value; 0 for N = 0.
+	// which share one value, at the first fill, the only one in a fresh
+	// process: the runtime keeps what later fills would reuse. 0 for N = 0.
 	BytesPerKey float64
-	RunNs       []float64
-	Setup       time.Duration // time taken to set the N live keys
-	Errors      int64
+	// Setup is the time taken to set the N live keys, in ns, over Runs
+	// fills of a fresh set; none for N = 0.
+	Setup  Stat
+	Errors int64
 }
 
 // sharedItem is the value of every live key, so that the heap measured
@@ -91,14 +94,39 @@ func KeyedOne(p KeyedParams, k contender.Keyed, prog Progress) ([]KeyedRow, []st
 }
 
 // keyedOne fills one set with n live keys and measures it at each
-// goroutine count.
+// goroutine count. The set is filled p.Runs times over, a fresh one each
+// time, for the spread of the setup; the runs measure the last.
 func keyedOne(p KeyedParams, k contender.Keyed, n int, prog Progress) ([]KeyedRow, error) {
-	status(prog, "keyed: %s, setting %d live keys", k.Name, n)
-	set, bytesPerKey, setup, err := FillKeyed(k, p.Config, n, p.LiveDelay, p.LiveSpread, p.Settle)
-	if err != nil {
-		return nil, err
+	fills := max(p.Runs, 1)
+	if n == 0 {
+		fills = 1 // nothing to time
+	}
+	var (
+		set         contender.KeyedSet
+		took        []float64
+		bytesPerKey float64
+	)
+	for i := range fills {
+		status(prog, "keyed: %s, setting %d live keys, fill %d/%d", k.Name, n, i+1, fills)
+		s, perKey, setup, err := FillKeyed(k, p.Config, n, p.LiveDelay, p.LiveSpread, p.Settle)
+		if err != nil {
+			return nil, err
+		}
+		took = append(took, float64(setup))
+		if i == 0 {
+			bytesPerKey = perKey
+		}
+		if i < fills-1 {
+			s.Close()
+			continue
+		}
+		set = s
 	}
 	defer set.Close()
+	var setup Stat
+	if n > 0 {
+		setup = statOf(took)
+	}
 	var rows []KeyedRow
 	for _, g := range goroutineCounts() {
 		m := medianPerOp(p.Runs, func(r int) (delta, int64, int64) {
@@ -107,7 +135,7 @@ func keyedOne(p KeyedParams, k contender.Keyed, n int, prog Progress) ([]KeyedRo
 		})
 		rows = append(rows, KeyedRow{Contender: k.Name, Keys: n, Goroutines: g,
 			NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
-			BytesPerKey: bytesPerKey, RunNs: m.runNs, Setup: setup, Errors: m.errors})
+			BytesPerKey: bytesPerKey, Setup: setup, Errors: m.errors})
 	}
 	return rows, nil
 }

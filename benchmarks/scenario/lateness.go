@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"context"
 	"fmt"
 	"math/rand/v2"
 	"runtime"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
+	"github.com/wheeltimer/wheeltimer/internal/lateness"
 )
 
 // LatenessParams shapes scenario 5: PerRun timeouts per run, scheduled in
@@ -25,13 +27,15 @@ type LatenessParams struct {
 	Patience           time.Duration
 }
 
-// LatenessRow is one contender with the CPUs idle or busy. Quantiles are
-// medians of the runs' quantiles; Min and Max the extremes over all runs.
+// LatenessRow is one contender with the CPUs idle or busy. Each figure, in
+// ns, is over the runs: the runs' quantiles, least and greatest lateness,
+// with their spread, so that Min.Min and Max.Max are the extremes over all
+// runs.
 type LatenessRow struct {
 	Contender      string
 	Busy           bool
-	P50, P99, P999 time.Duration
-	Min, Max       time.Duration
+	P50, P99, P999 Stat
+	Min, Max       Stat
 	// Samples holds every run's lateness, sorted, in nanoseconds.
 	Samples []int64
 	Lost    int // timeouts that had not run after Patience
@@ -47,8 +51,8 @@ func Lateness(p LatenessParams, cs []contender.Contender, prog Progress) ([]Late
 			load = "busy"
 		}
 		for _, c := range cs {
-			row := LatenessRow{Contender: c.Name, Busy: busy, Min: time.Duration(1<<63 - 1), Max: -time.Duration(1<<63 - 1)}
-			var p50, p99, p999 []float64
+			row := LatenessRow{Contender: c.Name, Busy: busy}
+			var p50, p99, p999, least, most []float64
 			for r := range p.Runs {
 				status(prog, "lateness: %s, CPUs %s, run %d/%d", c.Name, load, r+1, p.Runs)
 				late, lost, err := latenessRun(c, p, busy, uint64(r))
@@ -64,15 +68,16 @@ func Lateness(p LatenessParams, cs []contender.Contender, prog Progress) ([]Late
 				p50 = append(p50, float64(quantile(late, 0.50)))
 				p99 = append(p99, float64(quantile(late, 0.99)))
 				p999 = append(p999, float64(quantile(late, 0.999)))
-				row.Min = min(row.Min, time.Duration(late[0]))
-				row.Max = max(row.Max, time.Duration(late[len(late)-1]))
+				least = append(least, float64(late[0]))
+				most = append(most, float64(late[len(late)-1]))
 				row.Samples = append(row.Samples, late...)
 			}
 			if len(row.Samples) == 0 {
 				continue
 			}
 			slices.Sort(row.Samples)
-			row.P50, row.P99, row.P999 = time.Duration(median(p50)), time.Duration(median(p99)), time.Duration(median(p999))
+			row.P50, row.P99, row.P999 = statOf(p50), statOf(p99), statOf(p999)
+			row.Min, row.Max = statOf(least), statOf(most)
 			if row.Lost > 0 {
 				notes = append(notes, fmt.Sprintf("lateness: %s, CPUs %s: %d timeouts had not run %v after their deadline; left out",
 					c.Name, load, row.Lost, p.Patience))
@@ -84,7 +89,8 @@ func Lateness(p LatenessParams, cs []contender.Contender, prog Progress) ([]Late
 }
 
 // latenessRun schedules one run's timeouts and returns their lateness in
-// nanoseconds, and how many never ran.
+// nanoseconds, and how many never ran. Each task records its lateness into
+// its own goroutine's buffer, so that the tasks share no write.
 func latenessRun(c contender.Contender, p LatenessParams, busy bool, seed uint64) ([]int64, int, error) {
 	t, err := c.New(p.Config)
 	if err != nil {
@@ -96,38 +102,29 @@ func latenessRun(c contender.Contender, p LatenessParams, busy bool, seed uint64
 		defer stop()
 	}
 	rng := rand.New(rand.NewPCG(seed, 5))
+	ran := lateness.New()
+	defer ran.Release()
 	epoch := time.Now()
-	due := make([]int64, p.PerRun)
-	ran := make([]int64, p.PerRun) // written once per index, by its task
-	var count atomic.Int64
-	all := make(chan struct{})
 	perBurst := (p.PerRun + p.Bursts - 1) / p.Bursts
 	for i := 0; i < p.PerRun; {
 		time.Sleep(p.BurstEvery)
 		for end := min(i+perBurst, p.PerRun); i < end; i++ {
 			delay := p.MinDelay + time.Duration(rng.Int64N(int64(p.MaxDelay-p.MinDelay)))
-			idx := i
-			at := time.Since(epoch)
-			if _, err := t.Schedule(delay, func() {
-				ran[idx] = int64(time.Since(epoch))
-				if count.Add(1) == int64(p.PerRun) {
-					close(all)
-				}
-			}); err != nil {
+			due := time.Since(epoch) + delay // read before the timer reads its own clock
+			if _, err := t.Schedule(delay, func() { ran.Record(time.Since(epoch) - due) }); err != nil {
 				return nil, 0, err
 			}
-			due[i] = int64(at + delay)
 		}
 	}
-	select {
-	case <-all:
-	case <-time.After(p.MaxDelay + p.Patience):
-		// Tasks may still write ran; read it only through count's order.
-		return nil, p.PerRun - int(count.Load()), nil
+	patience, cancel := context.WithTimeout(context.Background(), p.MaxDelay+p.Patience)
+	defer cancel()
+	if !ran.Wait(patience, int64(p.PerRun)) {
+		return nil, p.PerRun - int(ran.Count()), nil
 	}
-	late := make([]int64, p.PerRun)
-	for i := range late {
-		late[i] = ran[i] - due[i]
+	sorted := ran.Sorted()
+	late := make([]int64, len(sorted))
+	for i, d := range sorted {
+		late[i] = int64(d)
 	}
 	return late, 0, nil
 }

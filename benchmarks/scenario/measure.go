@@ -69,21 +69,21 @@ func heapAlloc() uint64 {
 	return ms.HeapAlloc
 }
 
-// perOp is the median, over runs, of the figures of one operation: wall
-// time, process CPU time, bytes and allocations.
+// perOp is, over runs, the figures of one operation: wall time and
+// process CPU time with their spread, and the median bytes and
+// allocations.
 type perOp struct {
-	ns, cpu, bytes, allocs float64
-	runNs                  []float64 // ns of each run
-	errors                 int64
+	ns, cpu       Stat
+	bytes, allocs float64
+	errors        int64
 }
 
-// medianPerOp calls run runs times and returns the medians of the
-// per-operation figures of the runs that did any operation. run returns
-// the process-wide deltas, the operations done and the operations that
-// failed.
+// medianPerOp calls run runs times and returns the per-operation figures
+// of the runs that did any operation. run returns the process-wide
+// deltas, the operations done and the operations that failed.
 func medianPerOp(runs int, run func(r int) (delta, int64, int64)) perOp {
 	var m perOp
-	var cpu, bytes, allocs []float64
+	var wall, cpu, bytes, allocs []float64
 	for r := range runs {
 		d, ops, errs := run(r)
 		m.errors += errs
@@ -91,14 +91,14 @@ func medianPerOp(runs int, run func(r int) (delta, int64, int64)) perOp {
 			continue
 		}
 		f := float64(ops)
-		m.runNs = append(m.runNs, float64(d.wall)/f)
+		wall = append(wall, float64(d.wall)/f)
 		if d.cpuOK {
 			cpu = append(cpu, float64(d.cpu)/f)
 		}
 		bytes = append(bytes, float64(d.bytes)/f)
 		allocs = append(allocs, float64(d.mallocs)/f)
 	}
-	m.ns, m.cpu = median(m.runNs), median(cpu)
+	m.ns, m.cpu = statOf(wall), statOf(cpu)
 	m.bytes, m.allocs = median(bytes), median(allocs)
 	return m
 }

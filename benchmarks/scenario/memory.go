@@ -23,7 +23,9 @@ type MemoryParams struct {
 	// at most 100 000 per tick).
 	Settle    time.Duration
 	ChurnRate int
-	ChurnFor  time.Duration
+	// ChurnFor is the length of one churn; Churns the number of churns.
+	ChurnFor time.Duration
+	Churns   int
 	// Collections is the number of forced collections whose median is
 	// reported.
 	Collections int
@@ -38,28 +40,28 @@ type MemoryRow struct {
 	BytesPerPending float64
 	// GCCPUFull and GCWallFull are the CPU time the runtime accounts to one
 	// forced full collection with Pending timeouts pending, and its wall
-	// time (medians).
-	GCCPUFull, GCWallFull time.Duration
-	// GCCycles and GCCPU are the collections during the steady churn, and
-	// the CPU time accounted to them.
+	// time, in ns, over Collections collections.
+	GCCPUFull, GCWallFull Stat
+	// GCCycles is the collections during all the churns together, and
+	// GCCPU the CPU time, in ns, accounted to the collections of one churn,
+	// over the churns.
 	GCCycles uint32
-	GCCPU    time.Duration
-	// AllocBytesPerOp is the bytes allocated during the churn per pair.
+	GCCPU    Stat
+	// AllocBytesPerOp is the bytes allocated during the churns per pair.
 	AllocBytesPerOp float64
-	// AchievedRate is the pairs per second actually done, against the
-	// target ChurnRate.
+	// AchievedRate is the median over the churns of the pairs per second
+	// actually done, against the target ChurnRate.
 	AchievedRate float64
-	// ChurnSeconds is the length of the churn.
-	ChurnSeconds float64
+	// Pairs is the pairs done in all the churns together.
+	Pairs int64
 }
 
-// CyclesPerMillion returns the churn's collections per million pairs.
+// CyclesPerMillion returns the churns' collections per million pairs.
 func (m MemoryRow) CyclesPerMillion() float64 {
-	pairs := m.AchievedRate * m.ChurnSeconds
-	if pairs <= 0 {
+	if m.Pairs <= 0 {
 		return 0
 	}
-	return float64(m.GCCycles) / pairs * 1e6
+	return float64(m.GCCycles) / float64(m.Pairs) * 1e6
 }
 
 // Memory runs scenario 6 on every contender, in this process. What ran
@@ -101,20 +103,28 @@ func MemoryOne(p MemoryParams, c contender.Contender, prog Progress) (MemoryRow,
 	var handles []contender.Handle
 	defer func() { release(c, t, handles) }()
 
-	// The churn runs first, before the handle slice exists: the collections
-	// it causes depend on the live heap, which should hold little else.
-	status(prog, "memory: %s, churn at %d pairs/s", c.Name, p.ChurnRate)
-	runtime.GC()
-	s0 := takeSample(true)
-	ops, err := openLoopChurn(t, p.ChurnRate, p.ChurnFor)
-	d := takeSample(true).since(s0)
-	if err != nil {
-		return row, err
+	// The churns run first, before the handle slice exists: the
+	// collections they cause depend on the live heap, which should hold
+	// little else.
+	var gcCPU, rate []float64
+	var bytes uint64
+	for i := range max(p.Churns, 1) {
+		status(prog, "memory: %s, churn at %d pairs/s, run %d/%d", c.Name, p.ChurnRate, i+1, max(p.Churns, 1))
+		runtime.GC()
+		s0 := takeSample(true)
+		ops, err := openLoopChurn(t, p.ChurnRate, p.ChurnFor)
+		d := takeSample(true).since(s0)
+		if err != nil {
+			return row, err
+		}
+		row.GCCycles += d.numGC
+		row.Pairs += ops
+		bytes += d.bytes
+		gcCPU = append(gcCPU, float64(d.gcCPU))
+		rate = append(rate, float64(ops)/d.wall.Seconds())
 	}
-	row.GCCycles, row.GCCPU = d.numGC, d.gcCPU
-	row.AllocBytesPerOp = float64(d.bytes) / float64(max(ops, 1))
-	row.AchievedRate = float64(ops) / d.wall.Seconds()
-	row.ChurnSeconds = d.wall.Seconds()
+	row.GCCPU, row.AchievedRate = statOf(gcCPU), median(rate)
+	row.AllocBytesPerOp = float64(bytes) / float64(max(row.Pairs, 1))
 
 	status(prog, "memory: %s, %d pending", c.Name, p.Pending)
 	handles = make([]contender.Handle, p.Pending)
@@ -132,7 +142,7 @@ func MemoryOne(p MemoryParams, c contender.Contender, prog Progress) (MemoryRow,
 		d := takeSample(true).since(s0)
 		cpu, wall = append(cpu, float64(d.gcCPU)), append(wall, float64(d.wall))
 	}
-	row.GCCPUFull, row.GCWallFull = time.Duration(median(cpu)), time.Duration(median(wall))
+	row.GCCPUFull, row.GCWallFull = statOf(cpu), statOf(wall)
 	return row, nil
 }
 

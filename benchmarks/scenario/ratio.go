@@ -40,8 +40,8 @@ func (p RatioParams) WheelSize(ratio float64) int {
 	return max(int(math.Round(float64(p.Delay)/(ratio*float64(p.Tick)))), 2)
 }
 
-// RatioRow is one contender at one ratio; figures are medians over the
-// windows.
+// RatioRow is one contender at one ratio; figures are over the windows:
+// CPU times with their spread, the others medians.
 type RatioRow struct {
 	Contender string
 	Ratio     float64 // D/(W·tick) as configured
@@ -50,9 +50,9 @@ type RatioRow struct {
 	// CPUPerTimeout is process CPU time over the timeouts that went through
 	// the timer in the window (rate × window): schedule, every visit or
 	// move, and the expiry.
-	CPUPerTimeout float64
+	CPUPerTimeout Stat
 	// CPUPerTick is process CPU time per tick.
-	CPUPerTick float64
+	CPUPerTick Stat
 	// Cores is process CPU time over wall time.
 	Cores float64
 	// FiredShare is the timeouts fired in the window over those due: below
@@ -134,7 +134,7 @@ func ratioOne(p RatioParams, c contender.Contender, r float64, prog Progress) (R
 	if err := <-fed; err != nil {
 		return row, err
 	}
-	row.CPUPerTimeout, row.CPUPerTick = median(perTimeout), median(perTick)
+	row.CPUPerTimeout, row.CPUPerTick = statOf(perTimeout), statOf(perTick)
 	row.Cores, row.FiredShare = median(cores), median(share)
 	return row, nil
 }

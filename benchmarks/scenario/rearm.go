@@ -27,31 +27,33 @@ type RearmParams struct {
 	Runs   int
 }
 
-// RearmRow is one contender at one N and goroutine count. Figures are
-// medians over the runs, per re-arm.
+// RearmRow is one contender at one N and goroutine count. Figures are per
+// re-arm, over the runs: timings with their spread, bytes and allocations
+// as medians.
 type RearmRow struct {
 	Contender   string
 	Connections int
 	Goroutines  int // 1: serial; GOMAXPROCS: parallel, each on its own connections
 	// NsPerOp is wall time over re-arms: with several goroutines, aggregate
 	// throughput, not per-call latency.
-	NsPerOp     float64
-	CPUNsPerOp  float64
+	NsPerOp     Stat
+	CPUNsPerOp  Stat
 	BytesPerOp  float64
 	AllocsPerOp float64
 	// Rescheduled is the share of re-arms the timer could not move, which
 	// it cancelled and scheduled anew instead.
 	Rescheduled float64
-	RunNs       []float64
-	Setup       time.Duration
-	Errors      int64
+	// Setup is the time to open the N connections' timeouts, in ns, over
+	// Runs fills of a fresh timer.
+	Setup  Stat
+	Errors int64
 }
 
 // Rearm runs the re-arm scenario on every contender.
 func Rearm(p RearmParams, cs []contender.Contender, prog Progress) ([]RearmRow, []string) {
 	var rows []RearmRow
 	var runNotes []string
-	notes := eachFilledTimer("re-arm", p.Connections, cs, p.Config, p.Delay, p.Spread, prog, func(f filledTimer) {
+	notes := eachFilledTimer("re-arm", p.Connections, p.Runs, cs, p.Config, p.Delay, p.Spread, prog, func(f filledTimer) {
 		c, n := f.contender, len(f.handles)
 		for _, g := range goroutineCounts() {
 			var rearms, rescheduled int64
@@ -63,7 +65,7 @@ func Rearm(p RearmParams, cs []contender.Contender, prog Progress) ([]RearmRow, 
 			})
 			row := RearmRow{Contender: c.Name, Connections: n, Goroutines: g, Setup: f.setup,
 				NsPerOp: m.ns, CPUNsPerOp: m.cpu, BytesPerOp: m.bytes, AllocsPerOp: m.allocs,
-				RunNs: m.runNs, Errors: m.errors}
+				Errors: m.errors}
 			if rearms > 0 {
 				row.Rescheduled = float64(rescheduled) / float64(rearms)
 			}

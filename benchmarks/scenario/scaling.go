@@ -22,14 +22,14 @@ type ScalingParams struct {
 	Runs   int
 }
 
-// ScalingRow is one contender at one GOMAXPROCS. Figures are medians over
-// the runs, per schedule+cancel pair; NsPerOp is aggregate wall time over
-// the pairs of all goroutines.
+// ScalingRow is one contender at one GOMAXPROCS. Figures are per
+// schedule+cancel pair over the runs, timings with their spread; NsPerOp
+// is aggregate wall time over the pairs of all goroutines.
 type ScalingRow struct {
 	Contender   string
 	Procs       int // GOMAXPROCS, and the number of goroutines
-	NsPerOp     float64
-	CPUNsPerOp  float64
+	NsPerOp     Stat
+	CPUNsPerOp  Stat
 	BytesPerOp  float64
 	AllocsPerOp float64
 	Errors      int64

@@ -26,10 +26,13 @@ func byName() map[string]contender.Contender {
 
 func positive(x float64) bool { return x > 0 && !math.IsInf(x, 0) && !math.IsNaN(x) }
 
+// spans reports whether s is over runs runs, its median within its range.
+func spans(s Stat, runs int) bool { return s.Runs == runs && s.Min <= s.Median && s.Median <= s.Max }
+
 func TestChurnMeasuresEveryContender(t *testing.T) {
 	cs := contender.All()
 	rows, notes := Churn(ChurnParams{Config: small, Pending: []int{0, 1000}, Delay: 5 * time.Millisecond,
-		PendingDelay: time.Hour, PendingSpread: time.Second, Window: 5 * time.Millisecond, Runs: 1}, cs, nil)
+		PendingDelay: time.Hour, PendingSpread: time.Second, Window: 5 * time.Millisecond, Runs: 2}, cs, nil)
 	modes := 2 // one goroutine and GOMAXPROCS, unless that is one too
 	if runtime.GOMAXPROCS(0) == 1 {
 		modes = 1
@@ -38,8 +41,13 @@ func TestChurnMeasuresEveryContender(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
 	}
 	for _, r := range rows {
-		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 {
-			t.Errorf("%s N=%d g=%d: ns/op %v B/op %v errors %d", r.Contender, r.Pending, r.Goroutines, r.NsPerOp, r.BytesPerOp, r.Errors)
+		if !positive(r.NsPerOp.Median) || !spans(r.NsPerOp, 2) || r.BytesPerOp < 0 || r.Errors != 0 {
+			t.Errorf("%s N=%d g=%d: ns/op %+v B/op %v errors %d", r.Contender, r.Pending, r.Goroutines, r.NsPerOp, r.BytesPerOp, r.Errors)
+		}
+		// The pending timeouts are scheduled afresh for each run; there
+		// is nothing to time with none.
+		if setupRuns := map[int]int{0: 0, 1000: 2}[r.Pending]; r.Setup.Runs != setupRuns || setupRuns > 0 && !positive(r.Setup.Median) {
+			t.Errorf("%s N=%d: setup %+v, want over %d fills", r.Contender, r.Pending, r.Setup, setupRuns)
 		}
 	}
 }
@@ -53,7 +61,7 @@ func TestRatioKeepsUp(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
 	}
 	for _, r := range rows {
-		if !positive(r.CPUPerTimeout) || r.WheelSize != map[float64]int{0.5: 128, 32: 2}[r.Ratio] {
+		if !positive(r.CPUPerTimeout.Median) || r.WheelSize != map[float64]int{0.5: 128, 32: 2}[r.Ratio] {
 			t.Errorf("%s at %g: CPU/timeout %v, wheel size %d", r.Contender, r.Ratio, r.CPUPerTimeout, r.WheelSize)
 		}
 	}
@@ -67,14 +75,16 @@ func TestStormRunsEveryTask(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), len(cs), notes)
 	}
 	for _, r := range rows {
-		if r.TimedOut != 0 || !positive(r.ScheduleNsPerOp) || r.PeakGoroutines < 1 {
+		if r.TimedOut != 0 || !positive(r.ScheduleNsPerOp.Median) || r.PeakGoroutines < 1 || !positive(r.Throughput.Median) {
 			t.Errorf("%s: %+v", r.Contender, r)
 		}
-		if names[r.Contender].NeverEarly && r.LastAfterDue < 0 {
-			t.Errorf("%s: last task ran %v before the last deadline", r.Contender, -r.LastAfterDue)
+		// Both storms count, each with its own quantiles, the worst storm's
+		// at the top of each range.
+		if !spans(r.P50, 2) || !spans(r.P99, 2) || !spans(r.Max, 2) || r.P50.Max > r.P99.Max || r.P99.Max > r.Max.Max {
+			t.Errorf("%s: lateness p50 %+v p99 %+v max %+v", r.Contender, r.P50, r.P99, r.Max)
 		}
-		if r.WorstLastAfterDue < r.LastAfterDue {
-			t.Errorf("%s: worst run's last task %v after the last deadline, before the median's %v", r.Contender, r.WorstLastAfterDue, r.LastAfterDue)
+		if names[r.Contender].NeverEarly && r.Early != 0 {
+			t.Errorf("%s: %d tasks ran before their deadline", r.Contender, r.Early)
 		}
 	}
 }
@@ -83,17 +93,18 @@ func TestLatenessNeverNegativeForNeverEarlyTimers(t *testing.T) {
 	cs := contender.All()
 	names := byName()
 	rows, notes := Lateness(LatenessParams{Config: small, PerRun: 200, Bursts: 4, BurstEvery: 2 * time.Millisecond,
-		MinDelay: 2 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Runs: 1, Patience: 20 * time.Second}, cs, nil)
+		MinDelay: 2 * time.Millisecond, MaxDelay: 10 * time.Millisecond, Runs: 2, Patience: 20 * time.Second}, cs, nil)
 	if len(rows) != 2*len(cs) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
 	}
 	for _, r := range rows {
-		if r.Lost != 0 || len(r.Samples) != 200 || r.P50 > r.P99 || r.P99 > r.P999 || r.Min > r.P50 || r.P999 > r.Max {
-			t.Errorf("%s busy=%v: lost %d, %d samples, min %v p50 %v p99 %v p999 %v max %v",
+		if r.Lost != 0 || len(r.Samples) != 400 || r.P50.Median > r.P99.Median || r.P99.Median > r.P999.Median ||
+			r.Min.Median > r.P50.Median || r.P999.Median > r.Max.Median || !spans(r.Min, 2) || !spans(r.Max, 2) {
+			t.Errorf("%s busy=%v: lost %d, %d samples, min %+v p50 %+v p99 %+v p999 %+v max %+v",
 				r.Contender, r.Busy, r.Lost, len(r.Samples), r.Min, r.P50, r.P99, r.P999, r.Max)
 		}
-		if names[r.Contender].NeverEarly && r.Min < 0 {
-			t.Errorf("%s busy=%v: a task ran %v early", r.Contender, r.Busy, -r.Min)
+		if names[r.Contender].NeverEarly && r.Min.Min < 0 {
+			t.Errorf("%s busy=%v: a task ran %v early", r.Contender, r.Busy, time.Duration(-r.Min.Min))
 		}
 	}
 }
@@ -101,13 +112,14 @@ func TestLatenessNeverNegativeForNeverEarlyTimers(t *testing.T) {
 func TestMemoryMeasuresEveryContender(t *testing.T) {
 	cs := contender.All()
 	rows, notes := Memory(MemoryParams{Config: small, Pending: 2000, PendingDelay: time.Hour, PendingSpread: time.Second,
-		Settle: 5 * time.Millisecond, ChurnRate: 10_000, ChurnFor: 20 * time.Millisecond, Collections: 1}, cs, nil)
+		Settle: 5 * time.Millisecond, ChurnRate: 10_000, ChurnFor: 20 * time.Millisecond, Churns: 2, Collections: 2}, cs, nil)
 	if len(rows) != len(cs) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), len(cs), notes)
 	}
 	for _, r := range rows {
 		// Every contender keeps at least a pointer per pending timeout.
-		if r.BytesPerPending < 8 || !positive(r.AchievedRate) || r.GCWallFull <= 0 {
+		if r.BytesPerPending < 8 || !positive(r.AchievedRate) || r.Pairs <= 0 || !positive(r.GCWallFull.Median) ||
+			!spans(r.GCWallFull, 2) || !spans(r.GCCPU, 2) {
 			t.Errorf("%s: %+v", r.Contender, r)
 		}
 	}
@@ -121,7 +133,7 @@ func TestIdleMeasuresEveryContender(t *testing.T) {
 		{Tick: time.Millisecond, Pending: 1, Delay: time.Hour},
 		{Tick: time.Millisecond, Pending: 100, Delay: 10 * time.Minute, Spread: time.Second},
 	}
-	rows, _, notes := Idle(IdleParams{Cases: cases, WheelSize: 16, Window: 20 * time.Millisecond, Runs: 1}, cs, nil)
+	rows, _, notes := Idle(IdleParams{Cases: cases, WheelSize: 16, Window: 20 * time.Millisecond, Runs: 2}, cs, nil)
 	want := 0
 	for _, c := range cs {
 		want += len(casesFor(c, cases))
@@ -134,6 +146,9 @@ func TestIdleMeasuresEveryContender(t *testing.T) {
 	for _, r := range rows {
 		if r.Pending == 100 && r.Delay != 10*time.Minute {
 			t.Errorf("%s: row of the 100-pending case says %v away", r.Contender, r.Delay)
+		}
+		if !spans(r.Percent, 2) || r.Tick > 0 && !spans(r.PerTick, 2) {
+			t.Errorf("%s: CPU %+v, per tick %+v, want each over the 2 windows", r.Contender, r.Percent, r.PerTick)
 		}
 	}
 }
@@ -150,7 +165,7 @@ func TestRearmMeasuresEveryContender(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
 	}
 	for _, r := range rows {
-		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 || r.Rescheduled < 0 || r.Rescheduled > 1 {
+		if !positive(r.NsPerOp.Median) || r.BytesPerOp < 0 || r.Errors != 0 || r.Rescheduled < 0 || r.Rescheduled > 1 {
 			t.Errorf("%s N=%d g=%d: %+v", r.Contender, r.Connections, r.Goroutines, r)
 		}
 		// Nothing fires during the run, so every contender that can move a
@@ -193,7 +208,7 @@ func TestScalingSetsGOMAXPROCSAndRestoresIt(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), 2*len(cs), notes)
 	}
 	for i, r := range rows {
-		if want := []int{1, 3}[i/len(cs)]; r.Procs != want || !positive(r.NsPerOp) || r.Errors != 0 {
+		if want := []int{1, 3}[i/len(cs)]; r.Procs != want || !positive(r.NsPerOp.Median) || r.Errors != 0 {
 			t.Errorf("row %d: %+v, want GOMAXPROCS %d", i, r, want)
 		}
 	}
@@ -212,12 +227,21 @@ func TestQuantileIsNearestRank(t *testing.T) {
 	if m := median([]float64{3, 1, 2, 10}); m != 2.5 {
 		t.Errorf("median = %v, want 2.5", m)
 	}
+	if s := statOf([]float64{3, 1, 2, 10}); s != (Stat{Median: 2.5, Min: 1, Max: 10, Runs: 4}) {
+		t.Errorf("statOf = %+v, want median 2.5 from 1 to 10 over 4", s)
+	}
+	if s := statOf(nil); s.Runs != 0 || !math.IsNaN(s.Median) {
+		t.Errorf("statOf(nil) = %+v, want no run and a NaN median", s)
+	}
+	if s := (Stat{Median: 2, Min: 1, Max: 4, Runs: 3}).Less(1).Scale(10); s != (Stat{Median: 10, Min: 0, Max: 30, Runs: 3}) {
+		t.Errorf("Less then Scale = %+v", s)
+	}
 }
 
 func TestKeyedMeasuresEveryKeyedSet(t *testing.T) {
 	ks := contender.AllKeyed()
 	rows, notes := Keyed(KeyedParams{Config: small, Keys: []int{0, 1000}, LiveDelay: time.Hour, LiveSpread: time.Second,
-		Delay: time.Minute, Window: 5 * time.Millisecond, Runs: 1}, ks, nil)
+		Delay: time.Minute, Window: 5 * time.Millisecond, Runs: 2}, ks, nil)
 	modes := 2
 	if runtime.GOMAXPROCS(0) == 1 {
 		modes = 1
@@ -226,8 +250,11 @@ func TestKeyedMeasuresEveryKeyedSet(t *testing.T) {
 		t.Fatalf("%d rows, want %d; notes %v", len(rows), want, notes)
 	}
 	for _, r := range rows {
-		if !positive(r.NsPerOp) || r.BytesPerOp < 0 || r.Errors != 0 {
+		if !positive(r.NsPerOp.Median) || !spans(r.CPUNsPerOp, 2) || r.BytesPerOp < 0 || r.Errors != 0 {
 			t.Errorf("%s N=%d g=%d: %+v", r.Contender, r.Keys, r.Goroutines, r)
+		}
+		if setupRuns := map[int]int{0: 0, 1000: 2}[r.Keys]; r.Setup.Runs != setupRuns {
+			t.Errorf("%s N=%d: setup %+v, want over %d fills", r.Contender, r.Keys, r.Setup, setupRuns)
 		}
 		if (r.Keys > 0) != (r.BytesPerKey > 0) {
 			t.Errorf("%s N=%d: %.0f bytes per live key", r.Contender, r.Keys, r.BytesPerKey)

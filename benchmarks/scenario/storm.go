@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/benchmarks/contender"
@@ -21,18 +22,23 @@ type StormParams struct {
 	Patience time.Duration
 }
 
-// StormRow is one contender; figures are medians over the runs.
+// StormRow is one contender. Timings, in ns, are over the storms that
+// ran to the end: their median, and the least and the most, the most being
+// the worst storm's.
 type StormRow struct {
 	Contender string
 	// ScheduleNsPerOp is the wall time to schedule the storm over N.
-	ScheduleNsPerOp float64
-	// LastAfterDue is how long after the last deadline the last task ran
-	// (negative if a timer fired early); WorstLastAfterDue the longest over
-	// the runs.
-	LastAfterDue, WorstLastAfterDue time.Duration
+	ScheduleNsPerOp Stat
+	// P50, P99 and Max are each storm's lateness quantiles: how long after
+	// its own deadline a task ran (negative if a timer fired early).
+	P50, P99, Max Stat
+	// Early counts the tasks, over all storms, that ran before their
+	// deadline.
+	Early int
 	// Throughput is N over the time from the first deadline to the last
-	// task: expirations per second through to the task running.
-	Throughput float64
+	// task: expirations per second through to the task running. The last
+	// task is seen within the millisecond the harness polls at.
+	Throughput Stat
 	// PeakGoroutines is the most goroutines seen, sampled every
 	// millisecond; MaxPeakGoroutines the highest over the runs.
 	PeakGoroutines, MaxPeakGoroutines int
@@ -53,7 +59,7 @@ func Storm(p StormParams, cs []contender.Contender, prog Progress) ([]StormRow, 
 			continue
 		}
 		row := StormRow{Contender: c.Name}
-		var sched, after, thr, peaks []float64
+		var sched, p50, p99, worst, thr, peaks []float64
 		for r := range p.Runs {
 			status(prog, "storm: %s, %d timeouts, run %d/%d", c.Name, p.N, r+1, p.Runs)
 			res, err := stormRun(c, p, lead)
@@ -73,23 +79,26 @@ func Storm(p StormParams, cs []contender.Contender, prog Progress) ([]StormRow, 
 				continue
 			}
 			sched = append(sched, float64(res.schedule)/float64(p.N))
-			after = append(after, float64(res.lastAfterDue))
-			if len(after) == 1 || res.lastAfterDue > row.WorstLastAfterDue {
-				row.WorstLastAfterDue = res.lastAfterDue
-			}
+			p50, p99 = append(p50, float64(res.p50)), append(p99, float64(res.p99))
+			worst = append(worst, float64(res.max))
+			row.Early += res.early
 			thr = append(thr, res.throughput)
 			peaks = append(peaks, float64(res.peak))
 			row.MaxPeakGoroutines = max(row.MaxPeakGoroutines, res.peak)
 		}
-		row.ScheduleNsPerOp = median(sched)
-		row.LastAfterDue = time.Duration(median(after))
-		row.Throughput = median(thr)
+		row.ScheduleNsPerOp = statOf(sched)
+		row.P50, row.P99, row.Max = statOf(p50), statOf(p99), statOf(worst)
+		row.Throughput = statOf(thr)
 		row.PeakGoroutines = int(median(peaks))
 		if row.Overran > 0 {
 			notes = append(notes, fmt.Sprintf("storm: %s: in %d of %d runs scheduling had not finished when the storm fell due", c.Name, row.Overran, p.Runs))
 		}
 		if row.TimedOut > 0 {
 			notes = append(notes, fmt.Sprintf("storm: %s: in %d of %d runs not every task ran within %v of the last deadline", c.Name, row.TimedOut, p.Runs, p.Patience))
+		}
+		if row.Early > 0 {
+			notes = append(notes, fmt.Sprintf("storm: %s: %d of the %d tasks of %d storms ran before their deadline",
+				c.Name, row.Early, p.N*len(sched), len(sched)))
 		}
 		rows = append(rows, row)
 	}
@@ -119,11 +128,17 @@ func stormLead(c contender.Contender, p StormParams) (time.Duration, error) {
 }
 
 type stormResult struct {
-	schedule, lastAfterDue time.Duration
-	throughput             float64
-	peak                   int
-	overran, timedOut      bool
+	schedule          time.Duration
+	p50, p99, max     time.Duration // lateness
+	early             int
+	throughput        float64
+	peak              int
+	overran, timedOut bool
 }
+
+// stormSlots is the number of distinct deadlines a storm's timeouts are
+// spread over, evenly within Spread.
+const stormSlots = 1000
 
 func stormRun(c contender.Contender, p StormParams, lead time.Duration) (stormResult, error) {
 	var res stormResult
@@ -132,23 +147,30 @@ func stormRun(c contender.Contender, p StormParams, lead time.Duration) (stormRe
 		return res, err
 	}
 	defer t.Close() // every timeout has fired (or the run is abandoned)
-	runtime.GC()
 
-	// Each task records when it ran into its own goroutine's buffer, so
-	// that the tasks share no write (a shared counter would measure its own
-	// contention): the last to run is the latest instant recorded.
+	// Each task records its lateness, against its own deadline, into its
+	// own goroutine's buffer, so that the tasks share no write (a shared
+	// counter would measure its own contention). The timeouts of one
+	// deadline share one task, made before the clock starts, so that
+	// scheduling allocates no closure.
 	base := time.Now().Add(lead)
 	ran := lateness.New()
 	defer ran.Release()
-	task := func() { ran.Record(time.Since(base)) }
+	tasks := make([]func(), stormSlots)
+	for k := range tasks {
+		due := p.Spread * time.Duration(k) / stormSlots
+		tasks[k] = func() { ran.Record(time.Since(base) - due) }
+	}
+	runtime.GC()
 	stopSampling := make(chan struct{})
 	peak := make(chan int, 1)
 	go samplePeakGoroutines(stopSampling, peak)
 
 	start := time.Now()
 	for i := range p.N {
-		due := base.Add(p.Spread * time.Duration(i%1000) / 1000)
-		if _, err := t.Schedule(time.Until(due), task); err != nil {
+		k := i % stormSlots
+		due := base.Add(p.Spread * time.Duration(k) / stormSlots)
+		if _, err := t.Schedule(time.Until(due), tasks[k]); err != nil {
 			close(stopSampling)
 			<-peak
 			return res, err
@@ -156,17 +178,19 @@ func stormRun(c contender.Contender, p StormParams, lead time.Duration) (stormRe
 	}
 	res.schedule = time.Since(start)
 	res.overran = time.Now().After(base)
-	lastDue := base.Add(p.Spread * 999 / 1000)
+	lastDue := base.Add(p.Spread * (stormSlots - 1) / stormSlots)
 	patience, cancel := context.WithDeadline(context.Background(), lastDue.Add(p.Patience))
 	defer cancel()
 	res.timedOut = !ran.Wait(patience, int64(p.N))
+	end := time.Now()
 	close(stopSampling)
 	res.peak = <-peak
 	if !res.timedOut {
-		last, _ := ran.Max()
-		lastRan := base.Add(last)
-		res.lastAfterDue = lastRan.Sub(lastDue)
-		res.throughput = float64(p.N) / lastRan.Sub(base).Seconds()
+		late := ran.Sorted()
+		n := len(late)
+		res.p50, res.p99, res.max = late[n/2], late[n*99/100], late[n-1]
+		res.early, _ = slices.BinarySearch(late, 0)
+		res.throughput = float64(p.N) / end.Sub(base).Seconds()
 	}
 	return res, nil
 }

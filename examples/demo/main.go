@@ -47,6 +47,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -325,7 +326,7 @@ func (r result) void() string {
 // runState is shared by the producers, the firing timeouts and the
 // progress line of one run. The firing tasks share no write: each records
 // its lateness into a buffer of its own goroutine's (late), from which
-// fired and worst are read.
+// fired and worst are read, and the early ones are counted afterwards.
 type runState struct {
 	start     time.Time
 	want      []time.Duration    // each timeout's deadline, after start
@@ -334,7 +335,6 @@ type runState struct {
 	worst     worstLateness
 	cancelled atomic.Int64
 	scheduled atomic.Int64
-	early     atomic.Int64
 }
 
 // firedCount reads how many timeouts have fired from the lateness
@@ -352,13 +352,10 @@ func (w worstLateness) Load() int64 {
 	return int64(max(d, 0))
 }
 
-// fire is the task of timeout i: it measures how late it runs.
+// fire is the task of timeout i: it records how late it runs, negative
+// if early.
 func (s *runState) fire(i int) {
-	late := time.Since(s.start) - s.want[i]
-	if late < 0 {
-		s.early.Add(1)
-	}
-	s.late.Record(late)
+	s.late.Record(time.Since(s.start) - s.want[i])
 }
 
 // runBackend runs the workload on one timer: schedule everything, measure
@@ -434,8 +431,10 @@ func runBackend[H any](ctx context.Context, cfg config, w *workload, out io.Writ
 	r.totalTime = time.Since(s.start)
 	prog.stop()
 
-	r.fired, r.cancelled, r.early = s.fired.Load(), s.cancelled.Load(), s.early.Load()
+	r.fired, r.cancelled = s.fired.Load(), s.cancelled.Load()
 	late := s.late.Sorted()
+	early, _ := slices.BinarySearch(late, 0) // the lateness below 0
+	r.early = int64(early)
 	if len(late) > 0 {
 		r.p50 = late[len(late)/2]
 		r.p99 = late[len(late)*99/100]

@@ -5,9 +5,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -148,6 +150,28 @@ func TestRunBackendAccountsForEveryTimeout(t *testing.T) {
 	s := timer.Stats()
 	if s.Scheduled != uint64(cfg.N) || s.Expired != uint64(r.fired) {
 		t.Errorf("timer Stats %+v; run counted %d fired", s, r.fired)
+	}
+}
+
+// A timer that runs every task at once, long before its deadline, has
+// each of them counted early: the count comes from the recorded lateness,
+// which the tasks write without sharing.
+func TestRunBackendCountsEarlyTimeouts(t *testing.T) {
+	cfg := smallConfig()
+	cfg.N = 1000
+	cfg.CancelFrac = 0
+	var wg sync.WaitGroup
+	r, err := runBackend(context.Background(), cfg, newWorkload(cfg), io.Discard, backend[int]{
+		name: "at once", label: "now", resolution: cfg.Tick,
+		schedule: func(_ time.Duration, f func()) (int, error) { wg.Go(f); return 0, nil },
+		cancel:   func(int) bool { return false },
+	})
+	wg.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.fired != int64(cfg.N) || r.early != int64(cfg.N) || r.max >= 0 {
+		t.Errorf("fired %d, early %d, max lateness %v; want all %d early", r.fired, r.early, r.max, cfg.N)
 	}
 }
 

@@ -1,7 +1,7 @@
 // Command report runs the benchmark matrix on every contender and writes
 // benchmarks.md and its charts into -out.
 //
-//	go run ./cmd/report -out ../docs     # make bench: a few minutes
+//	go run ./cmd/report -out ../docs     # make bench: under ten minutes
 //	go run ./cmd/report -quick -out DIR  # make bench-quick: about a minute
 //	go run ./cmd/report -long -out DIR   # adds N = 10M pending timeouts
 //	go run ./cmd/report -scenarios scaling -out DIR  # one scenario alone
@@ -89,7 +89,7 @@ func run(out string, quick, long bool, only, subset, format string) error {
 		mode, modeFlags = "long", []string{"-long"}
 	}
 	res := &report.Results{
-		Machine: report.ReadMachine(), Mode: mode, ChartFormat: format, Contenders: cs,
+		Machine: report.ReadMachine(), Mode: mode, Runs: p.runs, ChartFormat: format, Contenders: cs,
 		ChurnParams: p.churn, RatioParams: p.ratio, StormParams: p.storm,
 		LatenessParams: p.lateness, MemoryParams: p.memory, IdleParams: p.idle,
 		RearmParams: p.rearm, ScalingParams: p.scaling, KeyedSets: ks, KeyedParams: p.keyed,

@@ -51,8 +51,17 @@ func TestQuickPlanIsAReductionOfTheFullOne(t *testing.T) {
 			seen[c] = true
 		}
 	}
-	if f.churn.Runs < 5 || f.ratio.Runs < 5 || f.storm.Runs < 5 || f.lateness.Runs < 5 || f.idle.Runs < 5 || f.keyed.Runs < 5 {
-		t.Error("the full matrix takes medians of fewer than 5 runs")
+	// Every figure of the report is the median of the runs it states,
+	// at least 5 in the full matrix: each scenario repeats each
+	// measurement as often.
+	for _, p := range []plan{q, f, fullPlan(true)} {
+		if got := []int{p.churn.Runs, p.ratio.Runs, p.storm.Runs, p.lateness.Runs, p.memory.Churns, p.memory.Collections,
+			p.idle.Runs, p.rearm.Runs, p.scaling.Runs, p.keyed.Runs}; slices.Min(got) != p.runs || slices.Max(got) != p.runs {
+			t.Errorf("runs per scenario %v, want each %d, the count the report states", got, p.runs)
+		}
+	}
+	if f.runs < 5 {
+		t.Errorf("the full matrix takes medians of %d runs, fewer than 5", f.runs)
 	}
 	if long := fullPlan(true); !slices.Contains(long.churn.Pending, 10_000_000) || slices.Contains(f.churn.Pending, 10_000_000) {
 		t.Error("10M pending belongs to -long only")
