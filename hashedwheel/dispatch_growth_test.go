@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -108,12 +109,12 @@ type sleepCounter struct {
 	sleeps atomic.Int64
 }
 
-func (c *sleepCounter) NewSleeper() clock.Sleeper {
-	return countingSleeper{c.Clock.NewSleeper(), &c.sleeps}
+func (c *sleepCounter) WrapSleeper(s clockwork.Sleeper) clockwork.Sleeper {
+	return countingSleeper{s, &c.sleeps}
 }
 
 type countingSleeper struct {
-	clock.Sleeper
+	clockwork.Sleeper
 	sleeps *atomic.Int64
 }
 
