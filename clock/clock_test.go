@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
@@ -19,9 +20,11 @@ func TestMain(m *testing.M) {
 }
 
 var (
-	_ clock.Clock       = (*clock.Real)(nil)
-	_ clock.Clock       = (*clock.Fake)(nil)
-	_ clock.WorkTracker = clock.NewFake(time.Time{}).NewSleeper().(clock.WorkTracker)
+	_ clock.Clock           = (*clock.Real)(nil)
+	_ clock.Clock           = (*clock.Fake)(nil)
+	_ clock.Clock           = struct{ *clock.Fake }{} // a custom clock embeds one
+	_ clockwork.WorkTracker = clockwork.NewSleeper(clock.NewFake(time.Time{})).(clockwork.WorkTracker)
+	_ clockwork.Watcher     = clockwork.NewSleeper(clock.NewFake(time.Time{})).(clockwork.Watcher)
 )
 
 // start is the wall-clock time of the fakes.
@@ -51,7 +54,7 @@ func TestRealNanotimeStartsAtZeroAndNeverDecreases(t *testing.T) {
 // at once for an instant past, and a Forever sleep ends only by Wake.
 func TestRealSleeperSleepsUntilTheInstant(t *testing.T) {
 	r := clock.NewReal()
-	s := r.NewSleeper()
+	s := clockwork.NewSleeper(r)
 	defer s.Close()
 
 	until := r.Nanotime() + int64(20*time.Millisecond)
@@ -65,7 +68,7 @@ func TestRealSleeperSleepsUntilTheInstant(t *testing.T) {
 	woken := make(chan struct{})
 	go func() {
 		defer close(woken)
-		s.Sleep(clock.Forever)
+		s.Sleep(clockwork.Forever)
 	}()
 	s.Wake()
 	<-woken
@@ -77,16 +80,16 @@ func TestRealSleeperSleepsUntilTheInstant(t *testing.T) {
 func TestSleeperWakeBeforeSleepEndsTheNextSleep(t *testing.T) {
 	for name, c := range map[string]clock.Clock{"Real": clock.NewReal(), "Fake": clock.NewFake(start)} {
 		t.Run(name, func(t *testing.T) {
-			s := c.NewSleeper()
+			s := clockwork.NewSleeper(c)
 			defer s.Close()
 			s.Wake()
 			s.Wake() // never blocks, with a wake already pending
-			s.Sleep(clock.Forever)
+			s.Sleep(clockwork.Forever)
 			// The pending wake was used: the next Forever sleep needs another.
 			woken := make(chan struct{})
 			go func() {
 				defer close(woken)
-				s.Sleep(clock.Forever)
+				s.Sleep(clockwork.Forever)
 			}()
 			s.Wake()
 			<-woken
@@ -101,7 +104,7 @@ func TestFakeReadsStartUntilMoved(t *testing.T) {
 	f := clock.NewFake(start)
 	assert.Equal(t, start, f.Now())
 	assert.Zero(t, f.Nanotime())
-	assert.Equal(t, clock.Forever, f.SleepingUntil(), "no sleeper")
+	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f), "no sleeper")
 
 	f.Advance(90 * time.Second)
 	assert.Equal(t, start.Add(90*time.Second), f.Now())
@@ -118,7 +121,7 @@ func TestFakeReadsStartUntilMoved(t *testing.T) {
 // sleepThrough sleeps s until each instant in turn, recording the clock's
 // reading at each wake-up, then until Forever; it returns a function that
 // ends the sleeping, wherever it is, and waits for the goroutine.
-func sleepThrough(f *clock.Fake, s clock.Sleeper, instants []int64, woke *[]int64) (end func()) {
+func sleepThrough(f *clock.Fake, s clockwork.Sleeper, instants []int64, woke *[]int64) (end func()) {
 	var ended atomic.Bool
 	done := make(chan struct{})
 	go func() {
@@ -132,7 +135,7 @@ func sleepThrough(f *clock.Fake, s clock.Sleeper, instants []int64, woke *[]int6
 			*woke = append(*woke, f.Nanotime()) // read by the caller after done
 		}
 		for !ended.Load() {
-			s.Sleep(clock.Forever)
+			s.Sleep(clockwork.Forever)
 		}
 	}()
 	return func() {
@@ -149,19 +152,19 @@ func sleepThrough(f *clock.Fake, s clock.Sleeper, instants []int64, woke *[]int6
 // it woke there.
 func TestFakeAdvanceStopsAtEachInstantASleeperWaitsFor(t *testing.T) {
 	f := clock.NewFake(start)
-	s := f.NewSleeper()
+	s := clockwork.NewSleeper(f)
 	defer s.Close()
 	var woke []int64
 	ms := int64(time.Millisecond)
 	end := sleepThrough(f, s, []int64{10 * ms, 20 * ms, 35 * ms, 80 * ms}, &woke)
 	f.WaitAsleep()
-	assert.Equal(t, 10*ms, f.SleepingUntil())
+	assert.Equal(t, 10*ms, clockwork.SleepingUntil(f))
 
 	f.Advance(5 * time.Millisecond)
-	assert.Equal(t, 10*ms, f.SleepingUntil(), "not woken before its instant")
+	assert.Equal(t, 10*ms, clockwork.SleepingUntil(f), "not woken before its instant")
 	f.Advance(45 * time.Millisecond)
 	assert.Equal(t, 50*ms, f.Nanotime())
-	assert.Equal(t, 80*ms, f.SleepingUntil(), "asleep again when Advance returns")
+	assert.Equal(t, 80*ms, clockwork.SleepingUntil(f), "asleep again when Advance returns")
 	end()
 	assert.Equal(t, []int64{10 * ms, 20 * ms, 35 * ms}, woke, "woken at each instant, in order")
 }
@@ -171,7 +174,7 @@ func TestFakeAdvanceStopsAtEachInstantASleeperWaitsFor(t *testing.T) {
 // asleep again.
 func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 	f := clock.NewFake(start)
-	s := f.NewSleeper()
+	s := clockwork.NewSleeper(f)
 	defer s.Close()
 	var woke []int64
 	ms := int64(time.Millisecond)
@@ -180,7 +183,7 @@ func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 
 	f.Jump(30 * time.Millisecond) // past both instants at once
 	f.Settle()
-	assert.Equal(t, clock.Forever, f.SleepingUntil())
+	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f))
 	end()
 	assert.Equal(t, []int64{30 * ms, 30 * ms}, woke, "both woken at the time jumped to")
 }
@@ -190,14 +193,14 @@ func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 // WaitAsleep does not wait for them.
 func TestFakeSettleWaitsForTrackedWork(t *testing.T) {
 	f := clock.NewFake(start)
-	s := f.NewSleeper()
+	s := clockwork.NewSleeper(f)
 	defer s.Close()
 	var woke []int64
 	end := sleepThrough(f, s, nil, &woke)
 	defer end()
 	f.WaitAsleep()
 
-	tracker := s.(clock.WorkTracker)
+	tracker := s.(clockwork.WorkTracker)
 	tracker.Started(2)
 	f.WaitAsleep() // returns with the work still counted
 
@@ -225,7 +228,7 @@ func TestFakeSettleWaitsForTrackedWork(t *testing.T) {
 // closed, it no longer does.
 func TestFakeCloseDetachesASleeper(t *testing.T) {
 	f := clock.NewFake(start)
-	s := f.NewSleeper() // made, never asleep: Settle waits for it
+	s := clockwork.NewSleeper(f) // made, never asleep: Settle waits for it
 
 	var closed atomic.Bool
 	settled := make(chan bool)
@@ -237,14 +240,14 @@ func TestFakeCloseDetachesASleeper(t *testing.T) {
 	s.Close()
 	assert.True(t, <-settled, "Settle returned while a sleeper was awake")
 	f.Advance(time.Hour) // no sleeper: returns at once
-	assert.Equal(t, clock.Forever, f.SleepingUntil())
+	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f))
 }
 
 // TestFakeIsSafeForConcurrentUse: readers, Advance, Jump and a sleeper at
 // once, under the race detector; the clock ends at the sum of the moves.
 func TestFakeIsSafeForConcurrentUse(t *testing.T) {
 	f := clock.NewFake(start)
-	s := f.NewSleeper()
+	s := clockwork.NewSleeper(f)
 	defer s.Close()
 	var woke []int64
 	end := sleepThrough(f, s, []int64{int64(time.Millisecond), int64(time.Second)}, &woke)

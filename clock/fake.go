@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
@@ -30,7 +31,7 @@ type Fake struct {
 	elapsed  int64          // nanoseconds since start; guarded by mu
 	target   int64          // where the Advance calls in progress take the clock, together
 	busy     int            // tasks handed to executors that have not returned
-	running  map[uint64]int // goroutines running a task (Watcher.Enter), by id
+	running  map[uint64]int // goroutines running a task (clockwork.Watcher.Enter), by id
 	sleepers []*fakeSleeper
 	funcs    []*fakeFunc // of AfterFunc, not yet called
 }
@@ -133,9 +134,9 @@ func (f *Fake) AfterFunc(d time.Duration, fn func()) (stop func() bool) {
 }
 
 // nextFunc returns the instant of the first function of AfterFunc, or
-// Forever.
+// clockwork.Forever.
 func (f *Fake) nextFunc() int64 {
-	next := Forever
+	next := clockwork.Forever
 	for _, x := range f.funcs {
 		next = min(next, x.at)
 	}
@@ -269,16 +270,18 @@ func (f *Fake) asleep() bool {
 	return true
 }
 
-// SleepingUntil returns the Nanotime instant the sleepers wait for, the
-// earliest if several, or Forever. Call it after Settle.
-func (f *Fake) SleepingUntil() int64 {
+// lockedSleepingUntil returns sleepingUntil, taking the lock: for
+// clockwork.SleepingUntil.
+func (f *Fake) lockedSleepingUntil() int64 {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.sleepingUntil()
 }
 
+// sleepingUntil returns the Nanotime instant the sleepers wait for, the
+// earliest if several, or clockwork.Forever.
 func (f *Fake) sleepingUntil() int64 {
-	until := Forever
+	until := clockwork.Forever
 	for _, s := range f.sleepers {
 		if s.asleep && s.until < until {
 			until = s.until
@@ -287,9 +290,9 @@ func (f *Fake) sleepingUntil() int64 {
 	return until
 }
 
-// NewSleeper returns a Sleeper driven by Advance and Jump. It implements
-// WorkTracker.
-func (f *Fake) NewSleeper() Sleeper {
+// newSleeper returns a sleeper driven by Advance and Jump. It implements
+// clockwork.WorkTracker and clockwork.Watcher.
+func (f *Fake) newSleeper() clockwork.Sleeper {
 	s := &fakeSleeper{clock: f}
 	f.mu.Lock()
 	f.sleepers = append(f.sleepers, s)
@@ -315,7 +318,7 @@ type fakeSleeper struct {
 	asleep bool
 	woken  bool
 	until  int64
-	timer  Watched // nil until Watch
+	timer  clockwork.Watched // nil until Watch
 }
 
 func (s *fakeSleeper) Sleep(until int64) {
@@ -345,8 +348,8 @@ func (s *fakeSleeper) Wake() {
 // for it.
 func (s *fakeSleeper) Close() { s.clock.release(s) }
 
-// Watch registers the sleeper's timer (Watcher).
-func (s *fakeSleeper) Watch(timer Watched) {
+// Watch registers the sleeper's timer (clockwork.Watcher).
+func (s *fakeSleeper) Watch(timer clockwork.Watched) {
 	f := s.clock
 	f.mu.Lock()
 	s.timer = timer

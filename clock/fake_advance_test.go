@@ -15,6 +15,7 @@ import (
 
 	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -39,15 +40,14 @@ type heldWakeClock struct {
 	release chan struct{}
 }
 
-func (c *heldWakeClock) NewSleeper() clock.Sleeper {
-	inner := c.Fake.NewSleeper()
-	return &heldWakeSleeper{Sleeper: inner, Watcher: inner.(clock.Watcher), WorkTracker: inner.(clock.WorkTracker), c: c}
+func (c *heldWakeClock) WrapSleeper(inner clockwork.Sleeper) clockwork.Sleeper {
+	return &heldWakeSleeper{Sleeper: inner, Watcher: inner.(clockwork.Watcher), WorkTracker: inner.(clockwork.WorkTracker), c: c}
 }
 
 type heldWakeSleeper struct {
-	clock.Sleeper
-	clock.Watcher
-	clock.WorkTracker
+	clockwork.Sleeper
+	clockwork.Watcher
+	clockwork.WorkTracker
 	c *heldWakeClock
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -47,7 +48,7 @@ func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 	s := h.Stats()
 	require.True(t, s.Ticks == 0 && len(rec.runs()) == 0 && s.Pending == 1,
 		"after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
-	require.Equal(t, start+int64(time.Millisecond), fake.SleepingUntil(),
+	require.Equal(t, start+int64(time.Millisecond), clockwork.SleepingUntil(fake),
 		"the worker sleeps until the end of tick 0 on the fake clock")
 	// The deadline, 1ms, is the end of tick 0, which covers it.
 	fake.Jump(time.Millisecond - 1)
@@ -257,18 +258,18 @@ type clkGatedClock struct {
 	release chan struct{}
 }
 
-func (c *clkGatedClock) NewSleeper() clock.Sleeper {
-	return &clkGatedSleeper{Sleeper: c.Fake.NewSleeper(), c: c}
+func (c *clkGatedClock) WrapSleeper(s clockwork.Sleeper) clockwork.Sleeper {
+	return &clkGatedSleeper{Sleeper: s, c: c}
 }
 
 type clkGatedSleeper struct {
-	clock.Sleeper
+	clockwork.Sleeper
 	c *clkGatedClock
 }
 
 func (s *clkGatedSleeper) Sleep(until int64) {
 	s.Sleeper.Sleep(until)
-	if until == clock.Forever && s.c.holding.CompareAndSwap(true, false) {
+	if until == clockwork.Forever && s.c.holding.CompareAndSwap(true, false) {
 		s.c.held <- struct{}{}
 		<-s.c.release
 	}

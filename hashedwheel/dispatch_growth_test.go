@@ -13,6 +13,7 @@ import (
 
 	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/antspool"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 )
 
@@ -109,12 +110,12 @@ type sleepCounter struct {
 	sleeps atomic.Int64
 }
 
-func (c *sleepCounter) NewSleeper() clock.Sleeper {
-	return countingSleeper{c.Clock.NewSleeper(), &c.sleeps}
+func (c *sleepCounter) WrapSleeper(s clockwork.Sleeper) clockwork.Sleeper {
+	return countingSleeper{s, &c.sleeps}
 }
 
 type countingSleeper struct {
-	clock.Sleeper
+	clockwork.Sleeper
 	sleeps *atomic.Int64
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/antspool"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -44,8 +45,8 @@ type HashedWheelTimer struct {
 	shardMask  uint32
 	spread     atomic.Bool // producers have met on a stack: new timeouts go by processor (pushTimeout)
 	maxPending int64
-	sleeper    clock.Sleeper
-	watcher    clock.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
+	sleeper    clockwork.Sleeper
+	watcher    clockwork.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
 
 	_ cpu.CacheLinePad
 
@@ -146,8 +147,8 @@ func (h *HashedWheelTimer) Start() error {
 		}
 		h.executor, h.internalPool = exec, exec
 	}
-	h.sleeper = h.clock.NewSleeper()
-	if w, ok := h.sleeper.(clock.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
+	h.sleeper = clockwork.NewSleeper(h.clock)
+	if w, ok := h.sleeper.(clockwork.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
 		h.watcher = w
 		w.Watch(watched{h})
 	}

@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 )
 
 // now returns the clock, in nanoseconds after the start.
@@ -35,11 +35,11 @@ func deadline(now int64, delay time.Duration) int64 {
 }
 
 // instant returns the clock reading at offset after start, saturating at
-// clock.Forever instead of overflowing (a tick can be long enough that its
+// clockwork.Forever instead of overflowing (a tick can be long enough that its
 // end lies beyond the clock's range).
 func instant(start, offset int64) int64 {
-	if offset > clock.Forever-start {
-		return clock.Forever
+	if offset > clockwork.Forever-start {
+		return clockwork.Forever
 	}
 	return start + offset
 }

@@ -3,7 +3,7 @@ package hashedwheel
 import (
 	"time"
 
-	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -51,7 +51,7 @@ func newWorker(h *HashedWheelTimer) *worker {
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
 	}
-	if t, ok := h.sleeper.(clock.WorkTracker); ok { // a fake clock waits for the tasks
+	if t, ok := h.sleeper.(clockwork.WorkTracker); ok { // a fake clock waits for the tasks
 		cfg.Started, cfg.Finished = t.Started, t.Finished
 	}
 	if m := h.watcher; m != nil && h.executor != pool.Inline {

@@ -70,7 +70,7 @@ type Config[T any] struct {
 	// the watch by hand.
 	After func(d time.Duration, f func())
 	// Started and Finished, if set, are told of the tasks dispatched and
-	// of those that returned, n at a time (clock.WorkTracker).
+	// of those that returned, n at a time (clockwork.WorkTracker).
 	Started, Finished func(n int)
 }
 
