@@ -145,8 +145,9 @@ func withShards(n int) Option {
 // WithClock sets the timer's time source. Default clock.NewReal(). A test
 // gives a *clock.Fake, made anywhere, even at package level, and moves it
 // with Advance: when Advance returns, every task due by then has run. The
-// contexts a stopped or full timer falls back to (see WithDeadline) use
-// the runtime's clock whatever this option says.
+// contexts a stopped or full timer falls back to (see WithDeadline) follow
+// a clock.Fake too, through its AfterFunc; on a real clock they use the
+// runtime's timers. A custom clock embeds *clock.Real or *clock.Fake.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
 		if isNil(c) {
