@@ -2,6 +2,6 @@
 
 package hashedwheel
 
-// verifyEachPass is the debug switch of the wheel's invariant check, off
+// verifyEachStep is the debug switch of the wheel's invariant check, off
 // in a normal build: see verify_on.go.
-const verifyEachPass = false
+const verifyEachStep = false

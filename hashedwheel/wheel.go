@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 )
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
@@ -34,6 +35,10 @@ type wheel struct {
 	// schedules holds the timeouts of ScheduleFunc that walks found due,
 	// still linked, for the worker to claim once the walk is done.
 	schedules []*timeout
+	// With verifyEachStep only: the buckets changed since the last check,
+	// and the checks since the last of the whole wheel (verifyStep).
+	touched     []int64
+	sinceVerify int
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
@@ -77,6 +82,9 @@ func (wh *wheel) refile(t *timeout) {
 // link appends t to the bucket of tick due.
 func (wh *wheel) link(t *timeout, due int64) {
 	i := due & wh.mask
+	if verifyEachStep {
+		wh.touched = append(wh.touched, i)
+	}
 	wh.buckets[i].add(t, due)
 	t.bucket = uint32(i) + 1
 	wh.occupied[i>>6] |= 1 << (i & 63)
@@ -86,6 +94,9 @@ func (wh *wheel) link(t *timeout, due int64) {
 // unlink removes t from its bucket.
 func (wh *wheel) unlink(t *timeout) {
 	i := int64(t.bucket - 1)
+	if verifyEachStep {
+		wh.touched = append(wh.touched, i)
+	}
 	b := &wh.buckets[i]
 	b.remove(t)
 	t.bucket = 0
@@ -119,6 +130,9 @@ type expiry struct {
 func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 	var ex expiry
 	i := wh.tick & wh.mask
+	if verifyEachStep {
+		wh.touched = append(wh.touched, i)
+	}
 	b := &wh.buckets[i]
 	b.minDue = math.MaxInt64 // recomputed from what stays
 	for t := b.head; t != nil; {
@@ -262,54 +276,92 @@ func (wh *wheel) clear(f func(*timeout)) {
 // size timeouts in all; and, unless exact is false, no scheduled timeout is
 // due before its bucket's bound or before earliest. exact is false while a
 // Reset that moved a deadline earlier waits, reported, for the worker to
-// file the timeout again. Only the worker may call it while it runs: with
-// exact, only while no Reset can be under way (a Reset rewrites the
-// deadline before it reports the move). With the wheeltimer_verify build
-// tag the worker calls it, not exact, after each step that changes the
-// wheel (see verifyEachPass); the tests call it exact while the worker
+// file the timeout again, and while one may be under way: a Reset rewrites
+// the deadline before it reports the move. While the worker runs, only the
+// worker may call it (see verifyStep); the tests call it while the worker
 // sleeps.
 func (wh *wheel) verify(exact bool) error {
 	linked := 0
 	for i := range wh.buckets {
-		b := &wh.buckets[i]
-		occupied := wh.occupied[i>>6]&(1<<(i&63)) != 0
-		if occupied != (b.head != nil) {
-			return fmt.Errorf("bucket %d: occupied bit %v, head %p", i, occupied, b.head)
+		n, err := wh.verifyBucket(i, exact)
+		if err != nil {
+			return err
 		}
-		var prev *timeout
-		for t := b.head; t != nil; prev, t = t, t.next {
-			linked++
-			if t.prev != prev {
-				return fmt.Errorf("bucket %d: %v links back to %p, not %p", i, t, t.prev, prev)
-			}
-			if t.bucket != uint32(i)+1 {
-				return fmt.Errorf("bucket %d holds %v, which records bucket %d", i, t, int(t.bucket)-1)
-			}
-			w := t.word.Load()
-			switch stateOf(w) {
-			case stateScheduled:
-			case stateCancelled:
-				continue // its cancellation, reported, unlinks it
-			default:
-				return fmt.Errorf("bucket %d holds %v in state %d", i, t, stateOf(w))
-			}
-			tick := deadlineOf(w) / wh.tickDuration
-			if exact && tick < b.minDue && tick >= wh.tick {
-				return fmt.Errorf("bucket %d holds %v due in tick %d, before its bound %d", i, t, tick, b.minDue)
-			}
-			if exact && tick < wh.earliest && tick >= wh.tick {
-				return fmt.Errorf("%v is due in tick %d, before earliest %d", t, tick, wh.earliest)
-			}
-		}
-		if b.tail != prev {
-			return fmt.Errorf("bucket %d: tail %p, last %p", i, b.tail, prev)
-		}
-		if b.head == nil && b.minDue != math.MaxInt64 {
-			return fmt.Errorf("empty bucket %d has the bound %d", i, b.minDue)
-		}
+		linked += n
 	}
 	if linked != wh.size {
 		return fmt.Errorf("the buckets link %d timeouts, size is %d", linked, wh.size)
 	}
+	clear(wh.touched)
+	wh.touched, wh.sinceVerify = wh.touched[:0], 0
 	return nil
+}
+
+// verifyStride sets how often verifyStep checks the whole wheel: once the
+// steps since the last whole check number a verifyStride-th of the
+// wheel's buckets and timeouts, so that the whole checks cost each step a
+// bounded share, whatever the wheel's size.
+const verifyStride = 64
+
+// verifyStep is the check of the wheeltimer_verify build tag, which the
+// worker makes after each step that changes the wheel (see
+// verifyEachStep): it checks, not exact (see verify), the buckets the
+// step changed, and the whole wheel every so often (verifyStride). A
+// check of the whole wheel after every step would cost a wheel of 8192
+// buckets more than its tick.
+func (wh *wheel) verifyStep() error {
+	wh.sinceVerify++
+	if wh.sinceVerify*verifyStride >= len(wh.buckets)+wh.size {
+		return wh.verify(false)
+	}
+	slices.Sort(wh.touched)
+	for _, i := range slices.Compact(wh.touched) {
+		if _, err := wh.verifyBucket(int(i), false); err != nil {
+			return err
+		}
+	}
+	wh.touched = wh.touched[:0]
+	return nil
+}
+
+// verifyBucket checks bucket i (see verify) and returns how many timeouts
+// it links.
+func (wh *wheel) verifyBucket(i int, exact bool) (linked int, err error) {
+	b := &wh.buckets[i]
+	occupied := wh.occupied[i>>6]&(1<<(i&63)) != 0
+	if occupied != (b.head != nil) {
+		return 0, fmt.Errorf("bucket %d: occupied bit %v, head %p", i, occupied, b.head)
+	}
+	var prev *timeout
+	for t := b.head; t != nil; prev, t = t, t.next {
+		linked++
+		if t.prev != prev {
+			return 0, fmt.Errorf("bucket %d: %v links back to %p, not %p", i, t, t.prev, prev)
+		}
+		if t.bucket != uint32(i)+1 {
+			return 0, fmt.Errorf("bucket %d holds %v, which records bucket %d", i, t, int(t.bucket)-1)
+		}
+		w := t.word.Load()
+		switch stateOf(w) {
+		case stateScheduled:
+		case stateCancelled:
+			continue // its cancellation, reported, unlinks it
+		default:
+			return 0, fmt.Errorf("bucket %d holds %v in state %d", i, t, stateOf(w))
+		}
+		tick := deadlineOf(w) / wh.tickDuration
+		if exact && tick < b.minDue && tick >= wh.tick {
+			return 0, fmt.Errorf("bucket %d holds %v due in tick %d, before its bound %d", i, t, tick, b.minDue)
+		}
+		if exact && tick < wh.earliest && tick >= wh.tick {
+			return 0, fmt.Errorf("%v is due in tick %d, before earliest %d", t, tick, wh.earliest)
+		}
+	}
+	if b.tail != prev {
+		return 0, fmt.Errorf("bucket %d: tail %p, last %p", i, b.tail, prev)
+	}
+	if b.head == nil && b.minDue != math.MaxInt64 {
+		return 0, fmt.Errorf("empty bucket %d has the bound %d", i, b.minDue)
+	}
+	return linked, nil
 }

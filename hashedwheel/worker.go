@@ -191,7 +191,7 @@ func (w *worker) nextTick(now int64) int64 {
 // cancelled in a bucket, as Netty's processCancelledTasks, and files again
 // those a Reset moved earlier. It reports whether it found any.
 func (w *worker) processCancelledTasks() (found bool) {
-	if verifyEachPass {
+	if verifyEachStep {
 		defer w.checkWheel("processCancelledTasks")
 	}
 	for i := range w.timer.shards {
@@ -275,7 +275,7 @@ const transferBatch = 64
 // per tick that covers now; a pass between ticks uses what is left of it.
 // It reports whether it took in or dropped any.
 func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
-	if verifyEachPass {
+	if verifyEachStep {
 		defer w.checkWheel("transferTimeoutsToBuckets")
 	}
 	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
@@ -360,7 +360,7 @@ func (w *worker) collectIntake() (found bool) {
 // are skipped: their buckets hold nothing due in them. It reports whether
 // it claimed or skipped any run.
 func (w *worker) expireTimeouts(now int64) (claimed bool) {
-	if verifyEachPass {
+	if verifyEachStep {
 		defer w.checkWheel("expireTimeouts")
 	}
 	if w.stopped {
@@ -376,7 +376,7 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	w.due = due
 	wh.advance()
 	if ex.misplaced > 0 {
-		if verifyEachPass {
+		if verifyEachStep {
 			panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: %d timeouts found due before their deadline in tick %d",
 				ex.misplaced, wh.tick-1))
 		}
@@ -600,11 +600,14 @@ func (w *worker) trim() {
 
 // checkWheel panics, naming step, if the wheel breaks one of its
 // invariants after it: the check of the wheeltimer_verify build tag (see
-// verifyEachPass). The bounds by deadline are left out (wheel.verify's
-// exact): a Reset on another goroutine may have moved a deadline earlier
-// and not yet reported it.
+// verifyEachStep and wheel.verifyStep).
 func (w *worker) checkWheel(step string) {
-	if err := w.wheel.verify(false); err != nil {
+	w.wheelBroken(step, w.wheel.verifyStep())
+}
+
+// wheelBroken panics, naming step, if err, a check's, is not nil.
+func (w *worker) wheelBroken(step string, err error) {
+	if err != nil {
 		panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: the wheel's invariants are broken after %s: %v", step, err))
 	}
 }
@@ -668,8 +671,8 @@ func (w *worker) shutdown() {
 			w.cancellationDone(t)
 		}
 	})
-	if verifyEachPass {
-		w.checkWheel("shutdown")
+	if verifyEachStep {
+		w.wheelBroken("shutdown", w.wheel.verify(false)) // the whole wheel, now empty
 	}
 	for i := range h.shards {
 		s := &h.shards[i]
