@@ -292,8 +292,8 @@ func (wh *wheel) verify(exact bool) error {
 	if linked != wh.size {
 		return fmt.Errorf("the buckets link %d timeouts, size is %d", linked, wh.size)
 	}
-	clear(wh.touched)
-	wh.touched, wh.sinceVerify = wh.touched[:0], 0
+	wh.sinceVerify = 0
+	wh.forgetTouched()
 	return nil
 }
 
@@ -320,8 +320,20 @@ func (wh *wheel) verifyStep() error {
 			return err
 		}
 	}
-	wh.touched = wh.touched[:0]
+	wh.forgetTouched()
 	return nil
+}
+
+// maxKeptTouched bounds the capacity of the list of changed buckets that
+// a check keeps, so that a storm's size is not kept after it.
+const maxKeptTouched = 1 << 10
+
+// forgetTouched empties the list of changed buckets, once checked.
+func (wh *wheel) forgetTouched() {
+	wh.touched = wh.touched[:0]
+	if cap(wh.touched) > maxKeptTouched {
+		wh.touched = nil
+	}
 }
 
 // verifyBucket checks bucket i (see verify) and returns how many timeouts
