@@ -22,24 +22,24 @@ func TestVerifyEachStepPanicsOnABrokenWheel(t *testing.T) {
 		func() { w.checkWheel("expireTimeouts") })
 }
 
-// TestVerifyStepChecksTheBucketsAStepChanged: on a wheel too large for a
-// whole check after every step, the check after a step still covers each
-// bucket the step changed, and the whole wheel every so often.
-func TestVerifyStepChecksTheBucketsAStepChanged(t *testing.T) {
-	wh := newWheel(4096, wheelTick)
-	require.NoError(t, wh.verify(false))
-	to := newTestTimeout(inTick(3))
-	require.True(t, wh.insert(to))
-	to.bucket++ // damage in the bucket the insert changed
-	assert.ErrorContains(t, wh.verifyStep(), "records bucket 4")
-	to.bucket--
-	require.NoError(t, wh.verify(false))
+// TestVerifyStepChecksTheWholeWheelInShare: the check after a step
+// covers a small wheel whole every time, and a large one whole once the
+// work since the last check is a verifyShare-th of the check's.
+func TestVerifyStepChecksTheWholeWheelInShare(t *testing.T) {
+	small := newWheel(8, wheelTick)
+	require.True(t, small.insert(newTestTimeout(inTick(3))))
+	require.NoError(t, small.verifyStep())
+	small.buckets[5].minDue = 7 // damage in a bucket no step changed
+	assert.ErrorContains(t, small.verifyStep(), "empty bucket 5 has the bound 7")
 
-	wh.buckets[100].minDue = 7 // damage in a bucket no step changed
+	large := newWheel(4096, wheelTick)
+	require.True(t, large.insert(newTestTimeout(inTick(3)))) // a unit of work
+	large.buckets[100].minDue = 7
 	steps := 0
-	for wh.verifyStep() == nil {
+	for large.verifyStep() == nil {
 		steps++
 		require.Less(t, steps, 4096, "a whole check comes")
 	}
-	assert.Equal(t, (4096+1)/verifyStride, steps, "after a verifyStride-th of the buckets and timeouts")
+	assert.Equal(t, (4096+1+verifyShare-1)/verifyShare-2, steps,
+		"the check that finds it comes once the link and the steps are a verifyShare-th of its cost")
 }

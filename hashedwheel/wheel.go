@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
-	"slices"
 )
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
@@ -35,10 +34,9 @@ type wheel struct {
 	// schedules holds the timeouts of ScheduleFunc that walks found due,
 	// still linked, for the worker to claim once the walk is done.
 	schedules []*timeout
-	// With verifyEachStep only: the buckets changed since the last check,
-	// and the checks since the last of the whole wheel (verifyStep).
-	touched     []int64
-	sinceVerify int
+	// With verifyEachStep only: the links, unlinks and walks, and the
+	// steps, since the last check (verifyStep).
+	verifyCredit int
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
@@ -83,7 +81,7 @@ func (wh *wheel) refile(t *timeout) {
 func (wh *wheel) link(t *timeout, due int64) {
 	i := due & wh.mask
 	if verifyEachStep {
-		wh.touched = append(wh.touched, i)
+		wh.verifyCredit++
 	}
 	wh.buckets[i].add(t, due)
 	t.bucket = uint32(i) + 1
@@ -95,7 +93,7 @@ func (wh *wheel) link(t *timeout, due int64) {
 func (wh *wheel) unlink(t *timeout) {
 	i := int64(t.bucket - 1)
 	if verifyEachStep {
-		wh.touched = append(wh.touched, i)
+		wh.verifyCredit++
 	}
 	b := &wh.buckets[i]
 	b.remove(t)
@@ -131,7 +129,7 @@ func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 	var ex expiry
 	i := wh.tick & wh.mask
 	if verifyEachStep {
-		wh.touched = append(wh.touched, i)
+		wh.verifyCredit++
 	}
 	b := &wh.buckets[i]
 	b.minDue = math.MaxInt64 // recomputed from what stays
@@ -292,49 +290,32 @@ func (wh *wheel) verify(exact bool) error {
 	if linked != wh.size {
 		return fmt.Errorf("the buckets link %d timeouts, size is %d", linked, wh.size)
 	}
-	wh.sinceVerify = 0
-	wh.forgetTouched()
+	wh.verifyCredit = 0
 	return nil
 }
-
-// verifyStride sets how often verifyStep checks the whole wheel: once the
-// steps since the last whole check number a verifyStride-th of the
-// wheel's buckets and timeouts, so that the whole checks cost each step a
-// bounded share, whatever the wheel's size.
-const verifyStride = 64
 
 // verifyStep is the check of the wheeltimer_verify build tag, which the
 // worker makes after each step that changes the wheel (see
-// verifyEachStep): it checks, not exact (see verify), the buckets the
-// step changed, and the whole wheel every so often (verifyStride). A
-// check of the whole wheel after every step would cost a wheel of 8192
-// buckets more than its tick.
+// verifyEachStep): a check of the whole wheel, not exact (see verify),
+// after every step while the wheel holds verifyAlways buckets and
+// timeouts or fewer; on a larger wheel, once the worker's work on it
+// since the last check, a unit per link, unlink, walk and step, is a
+// verifyShare-th of the check's, so that the checks cost at most
+// verifyShare times the work they check. A check after every step would
+// cost a wheel of 8192 buckets more than its tick under the race detector.
 func (wh *wheel) verifyStep() error {
-	wh.sinceVerify++
-	if wh.sinceVerify*verifyStride >= len(wh.buckets)+wh.size {
-		return wh.verify(false)
+	wh.verifyCredit++
+	if cost := len(wh.buckets) + wh.size; cost > verifyAlways && wh.verifyCredit*verifyShare < cost {
+		return nil
 	}
-	slices.Sort(wh.touched)
-	for _, i := range slices.Compact(wh.touched) {
-		if _, err := wh.verifyBucket(int(i), false); err != nil {
-			return err
-		}
-	}
-	wh.forgetTouched()
-	return nil
+	return wh.verify(false)
 }
 
-// maxKeptTouched bounds the capacity of the list of changed buckets that
-// a check keeps, so that a storm's size is not kept after it.
-const maxKeptTouched = 1 << 10
-
-// forgetTouched empties the list of changed buckets, once checked.
-func (wh *wheel) forgetTouched() {
-	wh.touched = wh.touched[:0]
-	if cap(wh.touched) > maxKeptTouched {
-		wh.touched = nil
-	}
-}
+// verifyAlways and verifyShare set how often verifyStep checks the wheel.
+const (
+	verifyAlways = 1024
+	verifyShare  = 4
+)
 
 // verifyBucket checks bucket i (see verify) and returns how many timeouts
 // it links.

@@ -598,8 +598,8 @@ func (w *worker) trim() {
 	}
 }
 
-// checkWheel panics, naming step, if the wheel breaks one of its
-// invariants after it: the check of the wheeltimer_verify build tag (see
+// checkWheel panics, naming step, if the check after it finds the wheel
+// broken: the check of the wheeltimer_verify build tag (see
 // verifyEachStep and wheel.verifyStep).
 func (w *worker) checkWheel(step string) {
 	w.wheelBroken(step, w.wheel.verifyStep())
