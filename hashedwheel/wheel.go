@@ -290,7 +290,6 @@ func (wh *wheel) verify(exact bool) error {
 	if linked != wh.size {
 		return fmt.Errorf("the buckets link %d timeouts, size is %d", linked, wh.size)
 	}
-	wh.verifyCredit = 0
 	return nil
 }
 
@@ -308,6 +307,7 @@ func (wh *wheel) verifyStep() error {
 	if cost := len(wh.buckets) + wh.size; cost > verifyAlways && wh.verifyCredit*verifyShare < cost {
 		return nil
 	}
+	wh.verifyCredit = 0
 	return wh.verify(false)
 }
 
