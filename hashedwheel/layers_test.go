@@ -100,10 +100,10 @@ func (U) m() int { return 0 }`,
 		require.NoError(t, err)
 		files = append(files, f)
 	}
-	upward, unplaced, err := upwardUses(fset, files, [][]string{{"low.go"}})
+	_, unplaced, err := upwardUses(fset, files, [][]string{{"low.go"}})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"up.go"}, unplaced)
-	upward, unplaced, err = upwardUses(fset, files, [][]string{{"low.go"}, {"up.go"}})
+	upward, unplaced, err := upwardUses(fset, files, [][]string{{"low.go"}, {"up.go"}})
 	require.NoError(t, err)
 	assert.Empty(t, unplaced)
 	assert.ElementsMatch(t, []string{
