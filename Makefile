@@ -34,12 +34,17 @@ lint:
 		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	done
 
+## unit: the race tests of every module; then the timer's model tests
+## again with the wheeltimer_verify build tag, under which the worker checks
+## the wheel's invariants after each step (-short: a few seconds).
 unit:
 	@for m in $(MODULES); do \
 		[ -f $$m/go.mod ] || continue; \
 		echo "== go test -race: $$m"; \
 		(cd $$m && $(GO) test -race -count=1 -timeout 10m ./...) || exit 1; \
 	done
+	@echo "== go test -race -tags wheeltimer_verify -short -run 'Model|Fuzz|Verify' ./hashedwheel"
+	@$(GO) test -race -tags wheeltimer_verify -short -count=1 -run 'Model|Fuzz|Verify' ./hashedwheel
 
 ## unit-gomaxprocs: the timer's tests at a GOMAXPROCS unlike the machine's,
 ## so that no test depends on the number of cores; -short, as unit has just
@@ -88,7 +93,9 @@ cover:
 demo:
 	$(GO) run ./examples/demo
 
-## fuzz: every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m).
+## fuzz: every fuzz target for FUZZTIME each (make fuzz FUZZTIME=5m), built
+## with the wheeltimer_verify tag (scripts/fuzz.sh), as fuzz-quick and the
+## soaks are: the worker checks the wheel's invariants after each step.
 fuzz:
 	bash scripts/fuzz.sh $(FUZZTIME)
 
@@ -97,7 +104,7 @@ fuzz-quick:
 
 ## soak: producers on every core for SOAK_DURATION; prints the balance.
 soak:
-	$(GO) test -run '^TestSoak$$' -count=1 -timeout 0 -v ./hashedwheel -soak=$(SOAK_DURATION)
+	$(GO) test -tags wheeltimer_verify -run '^TestSoak$$' -count=1 -timeout 0 -v ./hashedwheel -soak=$(SOAK_DURATION)
 
 soak-quick:
-	$(GO) test -race -run '^TestSoak$$' -count=1 -v ./hashedwheel -soak=10s
+	$(GO) test -race -tags wheeltimer_verify -run '^TestSoak$$' -count=1 -v ./hashedwheel -soak=10s

@@ -3,70 +3,14 @@ package hashedwheel
 import (
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
-
-	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/antspool"
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
-
-// The states of a HashedWheelTimer, as Netty's WORKER_STATE_*.
-const (
-	timerInit int32 = iota
-	timerStarted
-	timerStopped
-)
-
-// HashedWheelTimer is a Timer backed by a hashed wheel and one worker
-// goroutine. Make one with New; its methods are safe for concurrent use.
-// The zero value is a timer with the default options, as New() makes.
-//
-// A timer is meant to be shared: each holds a goroutine and, by default, a
-// goroutine pool, so an application needs few of them. Call Stop when done.
-type HashedWheelTimer struct {
-	// Read by every NewTimeout; written only at start and stop, or, for
-	// idle, when the worker falls asleep until the next due timeout.
-	state      atomic.Int32
-	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
-	clock      clock.Clock
-	startNanos int64     // clock reading at start
-	startTime  time.Time // the wall time at start, read just before startNanos, for Deadline
-	tickNanos  int64
-	shards     []shard
-	shardMask  uint32
-	spread     atomic.Bool // producers have met on a stack: new timeouts go by processor (pushTimeout)
-	maxPending int64
-	sleeper    clockwork.Sleeper
-	watcher    clockwork.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
-
-	_ cpu.CacheLinePad
-
-	admitted atomic.Int64 // pending timeouts; kept only with a limit
-	counters counters
-
-	startMu      sync.Mutex
-	config       config
-	executor     pool.Executor
-	internalPool *antspool.Pool // the pool Start made, which Stop releases; nil with WithExecutor
-	worker       *worker
-	workerID     atomic.Uint64 // goroutine id of the worker
-	done         chan struct{} // closed when the worker has exited
-	stopResult   []Timeout     // written by the worker before done closes; taken by the first Stop after
-	releaseOnce  sync.Once
-	released     chan struct{} // closed once every task has returned and the own pool is gone
-	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
-}
-
-var _ Interface = (*HashedWheelTimer)(nil)
 
 // New returns a timer configured by opts, not yet started. It fails if an
 // option is invalid, with an error wrapping ErrInvalidOption that names
@@ -210,12 +154,6 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	return h.NewTimeout(funcTask(f), delay)
 }
 
-// funcTask is the TimerTask of AfterFunc. A func converts to an
-// interface without allocating.
-type funcTask func()
-
-func (f funcTask) Run(Timeout) { f() }
-
 // schedule makes a timeout of task due after delay, repeating every period
 // nanoseconds if period is positive, at the times of its Scheduler if it
 // is scheduledPeriod, and hands it to the worker.
@@ -308,22 +246,4 @@ func (h *HashedWheelTimer) admit() bool {
 // limit set by WithMaxPendingTimeouts, and 0 after Stop.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
 	return h.snapshot().pending
-}
-
-// instances counts running timers, to warn once when an application makes
-// too many of them (as Netty does above 64).
-var (
-	instances     atomic.Int64
-	warnInstances sync.Once
-)
-
-const instanceWarnLimit = 64
-
-func countInstance(logger *slog.Logger) {
-	if instances.Add(1) > instanceWarnLimit {
-		warnInstances.Do(func() {
-			logger.Error("hashedwheel: more than 64 timers are running; a timer is meant to be shared, not made per use",
-				"running", instances.Load())
-		})
-	}
 }

@@ -8,20 +8,9 @@ import (
 	"sync/atomic"
 	"unsafe"
 
-	"golang.org/x/sys/cpu"
-
 	"github.com/wheeltimer/wheeltimer/mpsc"
 )
 
-// shard is one of the ways by which producers reach the worker: an intake
-// stack for new timeouts, and queues of the timeouts in a bucket that
-// Cancel cancelled or Reset moved earlier. A new timeout goes onto the
-// intake stack of its page's shard, or, once producers have met on one,
-// of the calling processor's (see pushTimeout), so that goroutines running
-// at once push onto different stacks; a timeout in a bucket is reported on
-// the queue of the shard its address picks (see shardOf). The worker
-// serves them all.
-//
 // The intake is a lock-free stack threaded through the timeouts' own prev
 // fields: a push costs one compare-and-swap and no allocation. The worker
 // collects the whole stack at once by swapping a fresh sentinel onto it,
@@ -37,17 +26,6 @@ import (
 // is made on its stack, the commonest fate of a request timeout, never
 // reaches the worker; the worker counts those it does not find as
 // processed cancellations.
-type shard struct {
-	_   cpu.CacheLinePad
-	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
-	_   cpu.CacheLinePad
-
-	// Written by the worker alone.
-	collected atomic.Uint64        // timeouts collected off the stack so far
-	bottom    *timeout             // the sentinel swapped in by the last collect
-	cancelled *mpsc.Queue[timeout] // timeouts in a bucket that Cancel cancelled, each once
-	moved     *mpsc.Queue[timeout] // timeouts in a bucket that Reset moved earlier
-}
 
 // closedIntake is the top of every closed intake stack.
 var closedIntake = new(timeout)

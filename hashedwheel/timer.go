@@ -1,7 +1,6 @@
 package hashedwheel
 
 import (
-	"context"
 	"time"
 )
 
@@ -28,6 +27,12 @@ type TaskFunc func(timeout Timeout)
 
 // Run calls f(timeout).
 func (f TaskFunc) Run(timeout Timeout) { f(timeout) }
+
+// funcTask is the TimerTask of AfterFunc. A func converts to an
+// interface without allocating.
+type funcTask func()
+
+func (f funcTask) Run(Timeout) { f() }
 
 // cancelledHook is the optional interface a TimerTask implements to learn of
 // the processing of its timeout's cancellation.
@@ -86,35 +91,6 @@ type Timer interface {
 	// expired nor been cancelled, each now cancelled. Later calls return
 	// nil.
 	Stop() []Timeout
-}
-
-// Interface is the set of methods of a HashedWheelTimer, for code that
-// takes a timer as a dependency: a test hands it a timer on a clock.Fake,
-// or a stand-in of its own. Timer, Netty's interface, stays as small as
-// Netty's.
-type Interface interface {
-	Timer
-	// Start, AfterFunc, Every, ScheduleFunc, WithTimeout,
-	// WithTimeoutCause, WithDeadline, WithDeadlineCause, StopContext,
-	// PendingTimeouts, Stats and Now are HashedWheelTimer's; see their
-	// documentation there.
-	Start() error
-	AfterFunc(delay time.Duration, f func()) (Timeout, error)
-	Every(period time.Duration, f func()) (Timeout, error)
-	ScheduleFunc(s Scheduler, f func()) (Timeout, error)
-	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
-	WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc)
-	WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc)
-	WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc)
-	StopContext(ctx context.Context) ([]Timeout, error)
-	PendingTimeouts() int64
-	Stats() Stats
-	// NewTimer, After and NewTicker are HashedWheelTimer's channel
-	// timers, time.NewTimer, time.After and time.NewTicker on the wheel.
-	NewTimer(delay time.Duration) (*ChanTimer, error)
-	After(delay time.Duration) <-chan time.Time
-	NewTicker(period time.Duration) (*Ticker, error)
-	Now() time.Time
 }
 
 // Scheduler gives the times at which ScheduleFunc runs a function. Next

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"math"
 	"math/bits"
 )
@@ -33,6 +34,9 @@ type wheel struct {
 	// schedules holds the timeouts of ScheduleFunc that walks found due,
 	// still linked, for the worker to claim once the walk is done.
 	schedules []*timeout
+	// With verifyEachStep only: the links, unlinks and walks, and the
+	// steps, since the last check (verifyStep).
+	verifyCredit int
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
@@ -76,6 +80,9 @@ func (wh *wheel) refile(t *timeout) {
 // link appends t to the bucket of tick due.
 func (wh *wheel) link(t *timeout, due int64) {
 	i := due & wh.mask
+	if verifyEachStep {
+		wh.verifyCredit++
+	}
 	wh.buckets[i].add(t, due)
 	t.bucket = uint32(i) + 1
 	wh.occupied[i>>6] |= 1 << (i & 63)
@@ -85,6 +92,9 @@ func (wh *wheel) link(t *timeout, due int64) {
 // unlink removes t from its bucket.
 func (wh *wheel) unlink(t *timeout) {
 	i := int64(t.bucket - 1)
+	if verifyEachStep {
+		wh.verifyCredit++
+	}
 	b := &wh.buckets[i]
 	b.remove(t)
 	t.bucket = 0
@@ -118,6 +128,9 @@ type expiry struct {
 func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 	var ex expiry
 	i := wh.tick & wh.mask
+	if verifyEachStep {
+		wh.verifyCredit++
+	}
 	b := &wh.buckets[i]
 	b.minDue = math.MaxInt64 // recomputed from what stays
 	for t := b.head; t != nil; {
@@ -253,4 +266,95 @@ func (wh *wheel) clear(f func(*timeout)) {
 	clear(wh.occupied)
 	wh.size = 0
 	wh.earliest = math.MaxInt64
+}
+
+// verify checks the wheel's invariants: the occupied bits are set exactly
+// for the non-empty buckets; the buckets' lists are well linked, and each
+// timeout in one records it and is scheduled or cancelled; the lists hold
+// size timeouts in all; and, unless exact is false, no scheduled timeout is
+// due before its bucket's bound or before earliest. exact is false while a
+// Reset that moved a deadline earlier waits, reported, for the worker to
+// file the timeout again, and while one may be under way: a Reset rewrites
+// the deadline before it reports the move. While the worker runs, only the
+// worker may call it (see verifyStep); the tests call it while the worker
+// sleeps.
+func (wh *wheel) verify(exact bool) error {
+	linked := 0
+	for i := range wh.buckets {
+		n, err := wh.verifyBucket(i, exact)
+		if err != nil {
+			return err
+		}
+		linked += n
+	}
+	if linked != wh.size {
+		return fmt.Errorf("the buckets link %d timeouts, size is %d", linked, wh.size)
+	}
+	return nil
+}
+
+// verifyStep is the check of the wheeltimer_verify build tag, which the
+// worker makes after each step that changes the wheel (see
+// verifyEachStep): a check of the whole wheel, not exact (see verify),
+// after every step while the wheel holds verifyAlways buckets and
+// timeouts or fewer; on a larger wheel, once the worker's work on it
+// since the last check, a unit per link, unlink, walk and step, is a
+// verifyShare-th of the check's, so that the checks cost at most
+// verifyShare times the work they check. A check after every step would
+// cost a wheel of 8192 buckets more than its tick under the race detector.
+func (wh *wheel) verifyStep() error {
+	wh.verifyCredit++
+	if cost := len(wh.buckets) + wh.size; cost > verifyAlways && wh.verifyCredit*verifyShare < cost {
+		return nil
+	}
+	wh.verifyCredit = 0
+	return wh.verify(false)
+}
+
+// verifyAlways and verifyShare set how often verifyStep checks the wheel.
+const (
+	verifyAlways = 1024
+	verifyShare  = 4
+)
+
+// verifyBucket checks bucket i (see verify) and returns how many timeouts
+// it links.
+func (wh *wheel) verifyBucket(i int, exact bool) (linked int, err error) {
+	b := &wh.buckets[i]
+	occupied := wh.occupied[i>>6]&(1<<(i&63)) != 0
+	if occupied != (b.head != nil) {
+		return 0, fmt.Errorf("bucket %d: occupied bit %v, head %p", i, occupied, b.head)
+	}
+	var prev *timeout
+	for t := b.head; t != nil; prev, t = t, t.next {
+		linked++
+		if t.prev != prev {
+			return 0, fmt.Errorf("bucket %d: %v links back to %p, not %p", i, t, t.prev, prev)
+		}
+		if t.bucket != uint32(i)+1 {
+			return 0, fmt.Errorf("bucket %d holds %v, which records bucket %d", i, t, int(t.bucket)-1)
+		}
+		w := t.word.Load()
+		switch stateOf(w) {
+		case stateScheduled:
+		case stateCancelled:
+			continue // its cancellation, reported, unlinks it
+		default:
+			return 0, fmt.Errorf("bucket %d holds %v in state %d", i, t, stateOf(w))
+		}
+		tick := deadlineOf(w) / wh.tickDuration
+		if exact && tick < b.minDue && tick >= wh.tick {
+			return 0, fmt.Errorf("bucket %d holds %v due in tick %d, before its bound %d", i, t, tick, b.minDue)
+		}
+		if exact && tick < wh.earliest && tick >= wh.tick {
+			return 0, fmt.Errorf("%v is due in tick %d, before earliest %d", t, tick, wh.earliest)
+		}
+	}
+	if b.tail != prev {
+		return 0, fmt.Errorf("bucket %d: tail %p, last %p", i, b.tail, prev)
+	}
+	if b.head == nil && b.minDue != math.MaxInt64 {
+		return 0, fmt.Errorf("empty bucket %d has the bound %d", i, b.minDue)
+	}
+	return linked, nil
 }

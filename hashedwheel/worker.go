@@ -1,11 +1,16 @@
 package hashedwheel
 
 import (
+	"cmp"
+	"fmt"
+	"runtime"
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
+	"github.com/wheeltimer/wheeltimer/mpsc"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -172,6 +177,543 @@ func (w *worker) sleepUntilDue(end int64) (slept bool) {
 	h.sleeper.Sleep(instant(h.startNanos, end))
 	h.idle.Store(false)
 	return true
+}
+
+// nextTick returns the tick the worker expires next, skipping, up to the
+// tick that covers now, those before the first with something due.
+func (w *worker) nextTick(now int64) int64 {
+	wh := w.wheel
+	return max(wh.tick, min(wh.earliest, wh.tickOf(now)))
+}
+
+// processCancelledTasks is the step of a tick that unlinks the timeouts
+// cancelled in a bucket, as Netty's processCancelledTasks, and files again
+// those a Reset moved earlier. It reports whether it found any.
+func (w *worker) processCancelledTasks() (found bool) {
+	if verifyEachStep {
+		defer w.checkWheel("processCancelledTasks")
+	}
+	for i := range w.timer.shards {
+		s := &w.timer.shards[i]
+		for !w.stopped {
+			t, ok := s.cancelled.Pop()
+			if !ok {
+				break
+			}
+			found = true
+			w.wheel.remove(t)
+			w.cancellationDone(t)
+		}
+		w.countCancellations()
+		for !w.stopped {
+			t, ok := s.moved.Pop()
+			if !ok {
+				break
+			}
+			found = true
+			// Still scheduled, it is in a bucket; cancelled or expired
+			// since, it is or was unlinked by its own path.
+			if t.currentState() == stateScheduled {
+				w.wheel.refile(t)
+			}
+		}
+	}
+	return found
+}
+
+// cancellationDone records that the timeout t, cancelled, has left the
+// wheel or the intake for good. countCancellations publishes the count;
+// runCancelledHooks calls its Cancelled hook, if it has one, once the
+// pass has placed or dropped the timeouts in hand and handed the due tasks
+// over: a hook may call Stop, which must find every timeout on an intake
+// stack, staged, reported or in the wheel, and a slow hook must not delay
+// the tasks due in the same tick.
+func (w *worker) cancellationDone(t *timeout) {
+	w.uncounted++
+	if cancelledHookOf(t.task) != nil {
+		w.hooked = append(w.hooked, t)
+	}
+}
+
+// dropCancelledQueued completes the cancellation of t, which was cancelled
+// before the worker took it in.
+func (w *worker) dropCancelledQueued(t *timeout) {
+	t.forgetBelow()
+	w.cancellationDone(t)
+}
+
+// countCancellations counts the cancellations completed since the last
+// call and releases their places under the pending limit: before any of
+// their hooks runs, so that a hook may schedule again at the limit.
+func (w *worker) countCancellations() {
+	if w.uncounted > 0 {
+		w.timer.countCancelled(w.uncounted)
+		w.uncounted = 0
+	}
+}
+
+// maxTransfersPerTick bounds the new timeouts moved into the wheel per
+// tick, counting those moved between it and the next, so that producers
+// adding in a tight loop cannot starve expiry; the rest wait, staged, for
+// the following ticks (Netty's 100 000).
+const maxTransfersPerTick = 100_000
+
+// maxDiscardsPerTick bounds the staged timeouts, cancelled after the
+// worker collected them, that one tick drops on its way to the timeouts it
+// moves; the rest are dropped by the ticks that follow. Dropping one costs
+// far less than placing one, so they get a limit of their own.
+const maxDiscardsPerTick = 10 * maxTransfersPerTick
+
+// transferBatch is how many staged timeouts are moved at a time.
+const transferBatch = 64
+
+// transferTimeoutsToBuckets is the step of a tick that moves new timeouts
+// into the wheel, as Netty's: first those staged, oldest first, then those
+// on the intake stacks, at most maxTransfersPerTick a tick. Those
+// cancelled before they got there are dropped. The budget is renewed once
+// per tick that covers now; a pass between ticks uses what is left of it.
+// It reports whether it took in or dropped any.
+func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
+	if verifyEachStep {
+		defer w.checkWheel("transferTimeoutsToBuckets")
+	}
+	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
+		w.transfersLeft = maxTransfersPerTick
+		w.budgetTick = tick
+	}
+	found = w.transferStaged()
+	if !w.stopped && w.collectIntake() {
+		found = true
+	}
+	return found
+}
+
+// transferStaged moves staged timeouts into the wheel while the budget
+// lasts, dropping at most maxDiscardsPerTick cancelled ones. It reports
+// whether there were any.
+func (w *worker) transferStaged() (found bool) {
+	discards := maxDiscardsPerTick
+	var buf [transferBatch]*timeout
+	for w.transfersLeft > 0 && discards > 0 && !w.stopped {
+		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
+		if n == 0 {
+			break
+		}
+		found = true
+		// The timeouts were written on other cores and staged long ago:
+		// load their states first, with plain loads the processor overlaps,
+		// instead of one cache miss after another under compare-and-swap.
+		var states [transferBatch]uint64
+		for j, t := range buf[:n] {
+			states[j] = t.currentState()
+		}
+		for j, t := range buf[:n] {
+			if states[j] != stateCancelled && w.wheel.insert(t) {
+				w.transfersLeft--
+			} else { // cancelled since it was staged
+				w.dropCancelledQueued(t)
+				discards--
+			}
+			buf[j] = nil
+		}
+		w.countCancellations()
+	}
+	return found
+}
+
+// collectIntake collects every timeout off the intake stacks, oldest first
+// on each: it drops those cancelled while queued and moves the others into
+// the wheel while the budget lasts. It stages the rest, still queued, and
+// every timeout while any is staged, so that they reach the wheel in the
+// order they were made. It reports whether there were any.
+func (w *worker) collectIntake() (found bool) {
+	h := w.timer
+	for i := 0; i < len(h.shards) && !w.stopped; i++ {
+		batch := h.shards[i].collect()
+		if batch.head != nil || batch.unlinked != 0 {
+			found = true
+		}
+		w.uncounted += batch.unlinked
+		for t := batch.pop(); t != nil; t = batch.pop() {
+			switch {
+			case t.currentState() == stateCancelled:
+				w.dropCancelledQueued(t)
+			case w.transfersLeft > 0 && w.staged.len() == 0:
+				if w.wheel.insert(t) {
+					w.transfersLeft--
+				} else { // cancelled just now
+					w.dropCancelledQueued(t)
+				}
+			default:
+				w.staged.push(t)
+			}
+		}
+		w.countCancellations()
+	}
+	return found
+}
+
+// expireTimeouts is the step that expires the next tick's bucket, as
+// Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
+// and moves to the tick after it. Ticks before the first with anything due
+// are skipped: their buckets hold nothing due in them. It reports whether
+// it claimed or skipped any run.
+func (w *worker) expireTimeouts(now int64) (claimed bool) {
+	if verifyEachStep {
+		defer w.checkWheel("expireTimeouts")
+	}
+	if w.stopped {
+		return false
+	}
+	h, wh := w.timer, w.wheel
+	wh.skipIdleTicks(wh.tickOf(now))
+	if now < wh.tickEnd() {
+		return false
+	}
+	lag := now - wh.tickEnd()
+	due, ex := wh.expire(now, w.due)
+	w.due = due
+	wh.advance()
+	if ex.misplaced > 0 {
+		if verifyEachStep {
+			panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: %d timeouts found due before their deadline in tick %d",
+				ex.misplaced, wh.tick-1))
+		}
+		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
+			"count", ex.misplaced, "tick", wh.tick-1)
+	}
+	w.countTick(lag, ex)
+	claimed = ex.expired+ex.runs+ex.skipped > 0
+	if len(wh.schedules) > 0 {
+		w.claimFrom = wh.tickOf(now) * wh.tickDuration
+		claimed = w.claimSchedules() || claimed
+	}
+	return claimed
+}
+
+// claimSchedules claims the runs of the timeouts of ScheduleFunc that the
+// walk found due, once the walk is done and the tasks it claimed are in
+// w.due: their Scheduler's Next is user code, which may call Stop or
+// runtime.Goexit, or panic, and must find the wheel in order. Each stays
+// listed until its claim is done, so that a goroutine that takes over
+// after a Goexit finds it again, and ends its runs (see callNext). It
+// reports whether it claimed or skipped any run.
+func (w *worker) claimSchedules() (claimed bool) {
+	h, wh := w.timer, w.wheel
+	for len(wh.schedules) > 0 && !w.stopped {
+		t := wh.schedules[0]
+		// Both clocks read together: the wall clock may have stepped since
+		// the walk, and since the timer started.
+		now, wallNow := h.now(), h.clock.Now()
+		if w.claimSchedule(t, now, wallNow) {
+			claimed = true
+		}
+		wh.schedules[0] = nil
+		wh.schedules = wh.schedules[1:]
+	}
+	if len(wh.schedules) == 0 || w.stopped { // Stop cleared the wheel
+		clear(wh.schedules)
+		wh.schedules = wh.schedules[:0:0]
+	}
+	return claimed
+}
+
+// claimSchedule claims the run of t, a timeout of ScheduleFunc found due,
+// at now and wallNow, and files it for its next run, unless it was
+// cancelled or moved by a Reset meanwhile; it reports whether it claimed
+// or skipped a run.
+func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
+	h, wh := w.timer, w.wheel
+	for {
+		word := t.word.Load()
+		if stateOf(word) != stateScheduled {
+			return false // cancelled: the cancellation pass, or Stop, unlinks it
+		}
+		if deadlineOf(word) > now { // a Reset moved it later
+			wh.refile(t)
+			return false
+		}
+		next, run, skipped, ended, c := t.claimScheduled(word, now, wallNow, w.claimFrom)
+		if !t.word.CompareAndSwap(word, next) {
+			continue
+		}
+		t.task.(*scheduledTask).commit(c)
+		h.counters.periodicSkipped.Add(uint64(skipped))
+		if ended {
+			wh.remove(t)
+			w.countExpired(1)
+		} else {
+			wh.refile(t)
+		}
+		if run {
+			w.due = append(w.due, t)
+		}
+		return run || skipped > 0 || ended
+	}
+}
+
+// countTick updates the counters after a tick with lag and what its walk
+// did.
+func (w *worker) countTick(lag int64, ex expiry) {
+	h := w.timer
+	h.counters.ticks.Add(1)
+	if lag > w.maxLag {
+		w.maxLag = lag
+		h.counters.maxTickLag.Store(lag)
+	}
+	w.countExpired(ex.expired)
+	h.counters.periodicSkipped.Add(uint64(ex.skipped))
+}
+
+// countExpired counts n timeouts expired.
+func (w *worker) countExpired(n int) {
+	h := w.timer
+	if n > 0 {
+		// Count them out before they run, so that a task can schedule
+		// again at the pending limit (Netty a0e375bbc0).
+		h.counters.addProcessed(&h.counters.expired, uint64(n))
+		if h.maxPending > 0 {
+			h.admitted.Add(-int64(n))
+		}
+	}
+}
+
+// maxDeferredDue bounds the claimed timeouts a late worker collects over
+// the ticks it catches up before it dispatches them.
+const maxDeferredDue = maxTransfersPerTick
+
+// maxKeptDue bounds the capacity of the claimed-timeouts list the worker
+// keeps once it is quiet, so that a storm's size is not kept after it.
+const maxKeptDue = 1 << 14
+
+// maxKeptScratch bounds the sort scratch space the worker keeps between
+// ticks.
+const maxKeptScratch = 1 << 14
+
+// dispatchExpired hands the claimed timeouts to the dispatcher (see
+// internal/dispatch): on a pool, those that came due together start
+// together, up to the pool's size; with pool.Inline they run here, on the
+// worker goroutine, in deadline order. A late worker first catches up the
+// ticks it missed, so that their tasks start together, unless it has
+// collected maxDeferredDue of them.
+func (w *worker) dispatchExpired(now int64) {
+	if w.stopped || len(w.due) >= maxDeferredDue || !w.behind(now) {
+		w.dispatch()
+	}
+}
+
+// dispatch hands every claimed timeout to the dispatcher.
+func (w *worker) dispatch() {
+	if len(w.due) == 0 {
+		return
+	}
+	due := w.due
+	// Emptied first: an inline task that calls runtime.Goexit leaves the
+	// rest to the dispatcher (see worker.finishInterrupted), none here.
+	w.due = w.due[:0]
+	if len(due) > maxKeptDue {
+		w.grewAt = w.timer.now()
+	}
+	if w.dispatcher.Inline() {
+		// Producers reach the worker through several stacks, so the order
+		// in which the timeouts arrived says nothing.
+		w.sortByDeadline(due)
+	}
+	w.dispatcher.Dispatch(due)
+}
+
+// behind reports whether a tick that can expire something has ended by
+// now and is yet to be processed.
+func (w *worker) behind(now int64) bool {
+	return w.wheel.endOf(w.nextTick(now)) <= now
+}
+
+// deadlineKey pairs a timeout with its deadline, so that sorting compares
+// contiguous keys instead of chasing a pointer per comparison.
+type deadlineKey struct {
+	deadline int64
+	timeout  *timeout
+}
+
+// sortByDeadline sorts due by deadline.
+func (w *worker) sortByDeadline(due []*timeout) {
+	keys := w.sortScratch[:0]
+	for _, t := range due {
+		d := deadlineOf(t.word.Load())
+		if t.period != 0 {
+			d = t.runFor(t.word.Load()) // the deadline the run is for, not the next
+		}
+		keys = append(keys, deadlineKey{d, t})
+	}
+	slices.SortStableFunc(keys, func(a, b deadlineKey) int { return cmp.Compare(a.deadline, b.deadline) })
+	for i := range keys {
+		due[i] = keys[i].timeout
+		keys[i].timeout = nil
+	}
+	w.sortScratch = keys
+}
+
+// runCancelledHooks calls the Cancelled hooks of the cancellations counted
+// so far.
+func (w *worker) runCancelledHooks() {
+	w.countCancellations()
+	// A queue read through w at each step, never a copy of the slice: a
+	// hook may call Stop, whose shutdown appends to the list (reallocating
+	// it) and runs the rest itself, or runtime.Goexit, after which the
+	// worker's next goroutine does. Each entry is taken before its hook
+	// runs, so that none runs twice.
+	for w.hookNext < len(w.hooked) {
+		t := w.hooked[w.hookNext]
+		w.hooked[w.hookNext] = nil
+		w.hookNext++
+		w.timer.runCancelledHook(t)
+	}
+	w.hooked, w.hookNext = w.hooked[:0], 0
+}
+
+// trimAfter is how long the worker keeps the lists it grew for a storm
+// once they are no longer needed at that size, whether it sleeps or keeps
+// ticking: their capacity is worth keeping while a storm lasts, not after.
+const trimAfter = time.Second
+
+// trimAfterStorm drops the storm-sized lists at now, if none was needed at
+// that size for trimAfter.
+func (w *worker) trimAfterStorm(now int64) {
+	if now-w.grewAt >= int64(trimAfter) {
+		w.trim()
+	}
+}
+
+// trim drops the lists the worker grew for a storm.
+func (w *worker) trim() {
+	if cap(w.due) > maxKeptDue && len(w.due) == 0 {
+		w.due = nil
+	}
+	if cap(w.sortScratch) > maxKeptScratch {
+		w.sortScratch = nil
+	}
+	if cap(w.hooked) > maxKeptDue && len(w.hooked) == 0 {
+		w.hooked = nil
+	}
+}
+
+// checkWheel panics, naming step, if the check after it finds the wheel
+// broken: the check of the wheeltimer_verify build tag (see
+// verifyEachStep and wheel.verifyStep).
+func (w *worker) checkWheel(step string) {
+	w.wheelBroken(step, w.wheel.verifyStep())
+}
+
+// wheelBroken panics, naming step, if err, a check's, is not nil.
+func (w *worker) wheelBroken(step string, err error) {
+	if err != nil {
+		panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: the wheel's invariants are broken after %s: %v", step, err))
+	}
+}
+
+// stopOutliver is a task whose timeout Stop does not return: a wheel
+// context, whose deadline moves to a runtime timer, so that it still ends
+// at its deadline.
+type stopOutliver interface {
+	outliveStop()
+}
+
+// shutdown ends the timer's work: it closes the intake stacks and the
+// report queues, and cancels every timeout that neither expired nor was
+// cancelled, leaving them for Stop to take. It runs on the worker
+// goroutine, in the worker loop or in a Stop called by a task or hook
+// running on it.
+func (w *worker) shutdown() {
+	h := w.timer
+	w.dispatch()   // the claimed timeouts run, even now
+	if w.stopped { // a task it ran inline called Stop, which shut down
+		return
+	}
+	w.stopped = true
+	result := make([]Timeout, 0, w.wheel.size)
+	movedContexts := 0
+	stop := func(t *timeout) bool {
+		if !t.cancelForStop() {
+			return false
+		}
+		if o, ok := t.task.(stopOutliver); ok {
+			// A live context is not the caller's to have.
+			o.outliveStop()
+			movedContexts++
+			return true
+		}
+		result = append(result, t)
+		return true
+	}
+	stopQueued := func(t *timeout) {
+		t.forgetBelow()
+		if !stop(t) { // cancelled while queued
+			w.cancellationDone(t)
+		}
+	}
+	w.staged.drain(stopQueued)
+	for i := range h.shards {
+		batch := h.shards[i].close()
+		h.countCancelled(batch.unlinked)
+		for t := batch.pop(); t != nil; t = batch.pop() {
+			stopQueued(t)
+		}
+	}
+	// A timeout found cancelled in a bucket was cancelled by a Cancel,
+	// whose report to the worker is queued or still to come: its
+	// cancellation is completed here, its hook called on this goroutine
+	// with the others, and the report dropped, whether it reached the
+	// queue before it closed or found it closed. Once the wheel is clear,
+	// no Cancel can succeed on a timeout that was in it.
+	w.wheel.clear(func(t *timeout) {
+		if !stop(t) {
+			w.cancellationDone(t)
+		}
+	})
+	if verifyEachStep {
+		w.wheelBroken("shutdown", w.wheel.verify(false)) // the whole wheel, now empty
+	}
+	for i := range h.shards {
+		s := &h.shards[i]
+		s.cancelled.Close()
+		drain(s.cancelled, func(*timeout) {})
+		s.moved.Close()
+		drain(s.moved, func(*timeout) {})
+	}
+	h.counters.addProcessed(&h.counters.returnedByStop, uint64(len(result)))
+	h.counters.contextFallbacks.Add(uint64(movedContexts))
+	h.countCancelled(movedContexts)
+	if h.maxPending > 0 {
+		h.admitted.Add(-int64(len(result)))
+	}
+	h.startMu.Lock()
+	h.stopResult = result
+	h.startMu.Unlock()
+	// The hooks last, once everything is accounted for: a hook that calls
+	// runtime.Goexit ends the worker's goroutine, and the one that takes
+	// over calls the rest.
+	w.runCancelledHooks()
+}
+
+// drain pops every value of a closed queue, waiting for pushes that had
+// claimed their place before it closed.
+func drain(q *mpsc.Queue[timeout], f func(*timeout)) {
+	for !q.Empty() {
+		if t, ok := q.Pop(); ok {
+			f(t)
+		} else {
+			runtime.Gosched()
+		}
+	}
+}
+
+// exit lets Stop return, and the tasks' wait begin.
+func (w *worker) exit() {
+	h := w.timer
+	w.dispatcher.Close()
+	h.sleeper.Close()
+	instances.Add(-1)
+	close(h.done)
 }
 
 // executorRefused counts and logs an executor's refusal of a drain

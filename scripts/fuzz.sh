@@ -7,7 +7,9 @@
 # Targets are discovered by grepping the test files for "func FuzzXxx(", so
 # new ones are picked up without editing this script. A failing input is
 # written by go test to testdata/fuzz/<FuzzName>/ in its package: commit it
-# as a regression seed once the bug is fixed.
+# as a regression seed once the bug is fixed. The targets are built with
+# the wheeltimer_verify tag: the timer's worker then checks the wheel's
+# invariants after each step and panics on a broken one.
 set -euo pipefail
 
 fuzztime="${1:-30s}"
@@ -28,7 +30,7 @@ while read -r pkg dir; do
 		corpus="$dir/testdata/fuzz/$name"
 		before=$(ls "$corpus" 2>/dev/null | sort || true)
 		log=$(mktemp)
-		if ! "$go_cmd" test -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" 2>&1 | tee "$log"; then
+		if ! "$go_cmd" test -tags wheeltimer_verify -run '^$' -fuzz "^${name}\$" -fuzztime "$fuzztime" "$pkg" 2>&1 | tee "$log"; then
 			after=$(ls "$corpus" 2>/dev/null | sort || true)
 			# The fuzzing coordinator of Go 1.25 and 1.26 can report its own
 			# -fuzztime deadline as a failure, with no failing input
