@@ -39,6 +39,21 @@ func (l *list[T]) unstarted() int64 {
 	return n
 }
 
+// run is the slot's drain function: it drains its list, then each list
+// it takes from the queue, until none waits. A second run for one
+// hand-over, by an executor that runs a function twice, finds the slot
+// unarmed and does nothing.
+func (s *slot[T]) run() {
+	if !s.armed.CompareAndSwap(true, false) {
+		return
+	}
+	l := s.l
+	s.l = nil // kept, a list drained long ago would stay alive with its tasks
+	for ; l != nil; l = s.d.next(s) {
+		l.run(s)
+	}
+}
+
 // run runs tasks, for the drain function of s, until none is left to
 // start: it claims them from the cursor, one at a time, twice as many each
 // time the last claim's tasks were short; then it steals the tasks that

@@ -23,21 +23,6 @@ type slot[T any] struct {
 	link  *slot[T]    // the next idle slot, or the next of a grant
 }
 
-// run is the slot's drain function: it drains its list, then each list
-// it takes from the queue, until none waits. A second run for one
-// hand-over, by an executor that runs a function twice, finds the slot
-// unarmed and does nothing.
-func (s *slot[T]) run() {
-	if !s.armed.CompareAndSwap(true, false) {
-		return
-	}
-	l := s.l
-	s.l = nil // kept, a list drained long ago would stay alive with its tasks
-	for ; l != nil; l = s.d.next(s) {
-		l.run(s)
-	}
-}
-
 // owner returns the address of the slot's dispatcher (see marker.go).
 func (s *slot[T]) owner() uintptr { return s.d.address() }
 
