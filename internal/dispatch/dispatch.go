@@ -33,7 +33,6 @@
 package dispatch
 
 import (
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -213,26 +212,6 @@ func (d *Dispatcher[T]) dispatchList(tasks []T) {
 
 // afterFunc is Config.After's default: time.AfterFunc.
 func afterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
-
-// safeExecute hands f to e, turning a panic into an error. An Execute that
-// calls runtime.Goexit ends the calling goroutine: f then runs on a
-// goroutine of its own, so that no task is lost.
-func safeExecute(e Executor, f func()) (err error) {
-	returned := false
-	defer func() {
-		if returned {
-			return
-		}
-		if r := recover(); r != nil {
-			err = fmt.Errorf("executor panicked: %v", r)
-			return
-		}
-		go f()
-	}()
-	err = e.Execute(f)
-	returned = true
-	return err
-}
 
 // spare returns an empty slice with room for n tasks: a recycled one if
 // one is large enough.

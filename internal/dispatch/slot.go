@@ -1,6 +1,9 @@
 package dispatch
 
-import "sync/atomic"
+import (
+	"fmt"
+	"sync/atomic"
+)
 
 // The bound. A dispatcher holds Parallelism slots, across all its lists: a
 // slot is held from the moment a drain function is granted it until that
@@ -35,6 +38,26 @@ func (s *slot[T]) execute() {
 		s.d.cfg.Refused(err)
 		go s.drain()
 	}
+}
+
+// safeExecute hands f to e, turning a panic into an error. An Execute that
+// calls runtime.Goexit ends the calling goroutine: f then runs on a
+// goroutine of its own, so that no task is lost.
+func safeExecute(e Executor, f func()) (err error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			err = fmt.Errorf("executor panicked: %v", r)
+			return
+		}
+		go f()
+	}()
+	err = e.Execute(f)
+	returned = true
+	return err
 }
 
 // start counts n more drain functions for l and hands the executor one for
