@@ -460,8 +460,12 @@ func parallel(p, n int, f func(lo, hi int)) {
 	wg.Wait()
 }
 
-// heapInUse returns the bytes of live heap objects after a full collection.
+// heapInUse returns the bytes of live heap objects after two full
+// collections: the first moves what sync.Pools hold (per processor, so more
+// on more processors) to their victim caches, the second frees it, so that
+// the pools of earlier work are counted neither before a run nor after.
 func heapInUse() uint64 {
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
