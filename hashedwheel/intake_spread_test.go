@@ -13,12 +13,15 @@ import (
 // another producer's timeout on top makes the timer spread producers by
 // processor; one that finds the sentinel of the worker's collect does not.
 func TestProducersMeetingOnAStackSpreadTheTimer(t *testing.T) {
-	h, _ := newFakeTimer(t, withShards(1))
+	// A timer not started: no worker collects the stack under the test.
+	h, err := New(withShards(1))
+	require.NoError(t, err)
 	s := &h.shards[0]
 	require.False(t, h.spreadIfProducersMet(s), "the sentinel on top is the worker's")
 	require.False(t, h.spread.Load())
 
-	mustSchedule(t, h, noopTask, time.Hour)
+	_, result, _ := s.tryPush(&timeout{task: noopTask, timer: h})
+	require.Equal(t, pushed, result)
 	assert.True(t, h.spreadIfProducersMet(s), "a producer's timeout on top")
 	assert.True(t, h.spread.Load())
 }

@@ -406,10 +406,12 @@ func runBackend[H any](ctx context.Context, cfg config, w *workload, out io.Writ
 	if failed != nil {
 		return r, fmt.Errorf("%s: schedule: %w", b.name, failed)
 	}
-	pending := int64(n) - s.fired.Load()
+	// handles keeps every timeout made reachable, fired or not: the growth
+	// is theirs, so it is divided by all n, not by those still pending,
+	// which would count a fired one's bytes against the others.
 	heapAfter := heapInUse()
-	if pending > 0 && heapAfter > heapBefore {
-		r.bytesPerPending = float64(heapAfter-heapBefore) / float64(pending)
+	if heapAfter > heapBefore {
+		r.bytesPerPending = float64(heapAfter-heapBefore) / float64(n)
 	}
 
 	parallel(cfg.Producers, n, func(lo, hi int) {

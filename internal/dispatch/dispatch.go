@@ -245,16 +245,17 @@ func (d *Dispatcher[T]) recycle(s []T) {
 func (d *Dispatcher[T]) InFlight() int64 { return d.inflight.Load() }
 
 // Close tells the dispatcher that nothing more will be dispatched; Idle
-// closes once every dispatched task has returned.
+// closes once every dispatched task has returned and every drain function
+// has given its slot back.
 func (d *Dispatcher[T]) Close() {
 	d.closed.Store(true)
-	if d.inflight.Load() == 0 {
-		d.signalIdle()
-	}
+	d.signalIdleIfDone()
 }
 
-// Idle returns a channel that is closed once Close has been called and
-// every dispatched task has returned.
+// Idle returns a channel that is closed once Close has been called, every
+// dispatched task has returned and every drain function handed to the
+// executor has returned: after it, the dispatcher calls Execute no more,
+// so the executor may be released.
 func (d *Dispatcher[T]) Idle() <-chan struct{} { return d.idle }
 
 // finish counts n tasks that returned.
@@ -265,6 +266,19 @@ func (d *Dispatcher[T]) finish(n int64) {
 	// The decrement comes before the load of closed, and Close stores
 	// closed before it loads the count: one of the two sees the other.
 	if d.inflight.Add(-n) == 0 && d.closed.Load() {
+		d.signalIdleIfDone()
+	}
+}
+
+// signalIdleIfDone closes idle if the dispatcher is closed, no task is in
+// flight and no slot is held. A drain function gives its slot back (next)
+// after its tasks finished, under slotsMu, which this takes: whichever of
+// the last give-back, the last finish and Close comes last sees the others.
+func (d *Dispatcher[T]) signalIdleIfDone() {
+	d.slotsMu.Lock()
+	held := d.held
+	d.slotsMu.Unlock()
+	if held == 0 && d.closed.Load() && d.inflight.Load() == 0 {
 		d.signalIdle()
 	}
 }

@@ -141,6 +141,9 @@ func (d *Dispatcher[T]) next(s *slot[T]) *list[T] {
 	}
 	d.held--
 	s.link, d.idleSlots = d.idleSlots, s
+	if d.held == 0 && d.closed.Load() && d.inflight.Load() == 0 {
+		d.signalIdle() // the last drain function of a closed dispatcher
+	}
 	return nil
 }
 
