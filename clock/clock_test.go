@@ -65,6 +65,12 @@ func TestRealSleeperSleepsUntilTheInstant(t *testing.T) {
 
 	s.Sleep(r.Nanotime() - 1) // past: returns at once, or the test hangs
 
+	wakeEndsAForeverSleep(s)
+}
+
+// wakeEndsAForeverSleep starts a Sleep(Forever) on a goroutine of its own
+// and wakes it: it returns once that Sleep has returned, or the test hangs.
+func wakeEndsAForeverSleep(s clockwork.Sleeper) {
 	woken := make(chan struct{})
 	go func() {
 		defer close(woken)
@@ -86,13 +92,7 @@ func TestSleeperWakeBeforeSleepEndsTheNextSleep(t *testing.T) {
 			s.Wake() // never blocks, with a wake already pending
 			s.Sleep(clockwork.Forever)
 			// The pending wake was used: the next Forever sleep needs another.
-			woken := make(chan struct{})
-			go func() {
-				defer close(woken)
-				s.Sleep(clockwork.Forever)
-			}()
-			s.Wake()
-			<-woken
+			wakeEndsAForeverSleep(s)
 		})
 	}
 }

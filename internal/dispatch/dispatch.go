@@ -276,11 +276,17 @@ func (d *Dispatcher[T]) finish(n int64) {
 // the last give-back, the last finish and Close comes last sees the others.
 func (d *Dispatcher[T]) signalIdleIfDone() {
 	d.slotsMu.Lock()
-	held := d.held
+	done := d.doneLocked()
 	d.slotsMu.Unlock()
-	if held == 0 && d.closed.Load() && d.inflight.Load() == 0 {
+	if done {
 		d.signalIdle()
 	}
+}
+
+// doneLocked reports whether the dispatcher is closed, no task is in
+// flight and no slot is held. The caller holds slotsMu.
+func (d *Dispatcher[T]) doneLocked() bool {
+	return d.held == 0 && d.closed.Load() && d.inflight.Load() == 0
 }
 
 func (d *Dispatcher[T]) signalIdle() { d.idleOnce.Do(func() { close(d.idle) }) }

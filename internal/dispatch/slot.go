@@ -141,7 +141,7 @@ func (d *Dispatcher[T]) next(s *slot[T]) *list[T] {
 	}
 	d.held--
 	s.link, d.idleSlots = d.idleSlots, s
-	if d.held == 0 && d.closed.Load() && d.inflight.Load() == 0 {
+	if d.doneLocked() {
 		d.signalIdle() // the last drain function of a closed dispatcher
 	}
 	return nil
