@@ -117,7 +117,7 @@ func TestStopFromSeveralTasksAtOnce(t *testing.T) {
 			}
 			assert.Equal(t, []Timeout{pending}, got)
 			assert.Nil(t, h.Stop())
-			assert.Zero(t, h.worker.dispatcher.InFlight(), "the outside Stop waited for the tasks")
+			assert.True(t, isClosed(h.worker.dispatcher.Idle()), "the outside Stop waited for the tasks")
 		})
 	}
 }

@@ -90,38 +90,6 @@ func TestStopContextDoneAfterTheWorkerStoppedReturnsTheTimeouts(t *testing.T) {
 	}
 }
 
-// TestStopFromAnotherTimersTaskWaitsForItsTasks: b.Stop called from a task
-// of another timer a, on a pool, waits for b's task still running, as a
-// Stop from outside both timers does; only a task of b itself is spared
-// the wait.
-func TestStopFromAnotherTimersTaskWaitsForItsTasks(t *testing.T) {
-	a := startTimer(t, WithTickDuration(time.Millisecond))
-	b := startTimer(t, WithTickDuration(time.Millisecond))
-	started, release := make(chan struct{}), make(chan struct{})
-	var finished atomic.Bool
-	_, err := b.AfterFunc(0, func() {
-		close(started)
-		<-release
-		finished.Store(true)
-	})
-	require.NoError(t, err)
-	<-started
-	stopped := make(chan bool, 1) // whether b's task had finished when Stop returned
-	_, err = a.AfterFunc(0, func() {
-		b.Stop()
-		stopped <- finished.Load()
-	})
-	require.NoError(t, err)
-	select {
-	case <-stopped:
-		close(release)
-		require.Fail(t, "b.Stop, called from a's task, returned while b's task ran")
-	case <-time.After(100 * time.Millisecond): // Stop waits, as it must
-	}
-	close(release)
-	require.True(t, <-stopped, "b.Stop returned before b's task did")
-}
-
 // nextFaults are what a Scheduler's Next does on its second call, the
 // worker's first: call runtime.Goexit (as t.FailNow does), panic, or stop
 // the timer.

@@ -72,11 +72,18 @@ type Stats struct {
 	// ticks with nothing due.
 	Ticks uint64
 	// MaxTickLag is the longest the worker has been late for a tick: how
-	// long after a tick ended the worker started processing it. It grows
-	// when the process is short of CPU, and after bursts of scheduling: a
-	// tick moves up to 100 000 new timeouts into the wheel, which takes
-	// milliseconds.
+	// long after the end of a tick it was due to process, with or without
+	// anything due in it, it started: a Cancelled hook, Scheduler or
+	// pool.Inline task that held it up, a process short of CPU, a burst of
+	// scheduling (a tick moves up to 100 000 new timeouts into the wheel,
+	// which takes milliseconds).
 	MaxTickLag time.Duration
+	// HandOffWaits counts the tasks that started more than a tick after the
+	// worker handed them to the executor: they waited for a goroutine,
+	// held by slow tasks of this timer, or of others sharing the executor.
+	// MaxHandOffWait is the longest such wait.
+	HandOffWaits   uint64
+	MaxHandOffWait time.Duration
 }
 
 // String formats the snapshot as key=value pairs, for logs, named as
@@ -120,6 +127,9 @@ func (h *HashedWheelTimer) Stats() Stats {
 		Goexits:          c.goexits.Load(),
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
+	}
+	if h.state.Load() != timerInit && h.worker != nil { // set before the state, by Start
+		s.HandOffWaits, s.MaxHandOffWait = h.worker.dispatcher.Waited()
 	}
 	s.Resets = c.resets.load()
 	return s

@@ -66,6 +66,10 @@ func StatsFields() []StatsField {
 			func(s Stats) float64 { return float64(s.Ticks) }},
 		{"max_tick_lag", "Longest the worker has been late for a tick, in seconds.", "s", false,
 			func(s Stats) float64 { return s.MaxTickLag.Seconds() }},
+		{"hand_off_waits", "Tasks that started more than a tick after the worker handed them over: they waited for a goroutine.", "{task}", true,
+			func(s Stats) float64 { return float64(s.HandOffWaits) }},
+		{"max_hand_off_wait", "Longest a task waited for a goroutine after the worker handed it over, in seconds.", "s", false,
+			func(s Stats) float64 { return s.MaxHandOffWait.Seconds() }},
 	}
 }
 
@@ -107,6 +111,8 @@ type statsJSON struct {
 	Goexits           uint64  `json:"goexits"`
 	Ticks             uint64  `json:"ticks"`
 	MaxTickLagSeconds float64 `json:"max_tick_lag_seconds"`
+	HandOffWaits      uint64  `json:"hand_off_waits"`
+	MaxHandOffWaitSec float64 `json:"max_hand_off_wait_seconds"`
 }
 
 // MarshalJSON encodes the snapshot as an object of its fields in
@@ -119,8 +125,13 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
 		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks,
 		s.TaskPanics, s.HookPanics, s.Goexits, s.Ticks, s.MaxTickLag.Seconds(),
+		s.HandOffWaits, s.MaxHandOffWait.Seconds(),
 	})
 }
+
+// seconds converts a number of seconds to a Duration, rounded to the
+// nanosecond.
+func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
 
 // UnmarshalJSON decodes the form MarshalJSON writes, MaxTickLag rounded
 // to the nanosecond; a field it lacks is zero.
@@ -134,7 +145,7 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 		j.Resets, j.ResetsDuringRun, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
 		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks,
 		j.TaskPanics, j.HookPanics, j.Goexits, j.Ticks,
-		time.Duration(math.Round(j.MaxTickLagSeconds * float64(time.Second))),
+		seconds(j.MaxTickLagSeconds), j.HandOffWaits, seconds(j.MaxHandOffWaitSec),
 	}
 	return nil
 }

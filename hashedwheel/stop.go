@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"context"
 
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
@@ -14,18 +15,22 @@ import (
 // worker has stopped. Later calls, and a Stop before the timer started,
 // return nil.
 //
-// Called from outside the timer's tasks and hooks, Stop returns only once
-// every task the timer has claimed has returned (each timeout that
-// IsExpired, and any periodic run in progress), whichever executor runs
-// them, and once the timer's own pool, if it made one, has released its
-// goroutines: after Stop returns, nothing of the timer runs or will start.
-// If a task never returns, neither does Stop; StopContext bounds the wait.
+// Called from outside every timer's tasks, Stop returns only once every
+// task the timer has claimed has returned (each timeout that IsExpired,
+// and any periodic run in progress), whichever executor runs them, and
+// once the timer's own pool, if it made one, has released its goroutines:
+// after Stop returns, nothing of the timer runs or will start. If a task
+// never returns, neither does Stop; StopContext bounds the wait. Neither
+// Stop nor the timer's worker ever waits for a goroutine of the executor
+// to free up.
 //
-// Called from a task or a Cancelled hook, Stop does not wait for tasks,
-// its own included, so it never deadlocks, even when several tasks call it
-// at once. It cannot tell that a goroutine calling it is waited for by a
-// task (a task that starts a goroutine calling Stop and waits for it):
-// such a Stop waits for that task, which waits for it.
+// Called from a task, of this timer or of any other, or from a Cancelled
+// hook or Scheduler of this timer, Stop does not wait for tasks: a task
+// cannot wait for itself, nor safely for tasks that may wait for it. So it
+// never deadlocks, even when several tasks call it at once. It cannot tell
+// that a goroutine calling it is waited for by a task (a task that starts
+// a goroutine calling Stop and waits for it): such a Stop waits for that
+// task, which waits for it.
 //
 // The timeouts of contexts made by WithDeadline and still live are not
 // returned: each context's deadline moves to a runtime timer, and its Done
@@ -76,7 +81,7 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 		return nil, ctx.Err()
 	}
 	result := h.takeStopResult()
-	if h.worker.dispatcher.CalledFromTask() { // a task of this timer: never a task of another
+	if dispatch.InTask() { // a task, of this timer or another: it may be one of those waited for
 		return result, nil
 	}
 	if !waitOrDone(ctx, h.released) {

@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"time"
@@ -34,6 +35,7 @@ type worker struct {
 	lastActive    int64   // the tick of the last pass that did something
 	lingerTicks   int64   // quiet ticks before the worker sleeps until due
 	maxLag        int64
+	plannedWake   int64      // when the next pass is due: the end of the tick it waits for
 	grewAt        int64      // when a dispatch last needed a storm-sized list
 	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
@@ -48,10 +50,12 @@ func newWorker(h *HashedWheelTimer) *worker {
 		wheel:       newWheel(h.config.ticksPerWheel, int64(h.config.tickDuration)),
 		lastActive:  -linger, // nothing has happened yet
 		lingerTicks: linger,
+		plannedWake: math.MaxInt64,
 	}
 	cfg := dispatch.Config[*timeout]{ // Parallelism 0: the executor's size, from its Cap
 		Run:     (*timeout).run,
 		Refused: h.executorRefused,
+		Slow:    h.config.tickDuration, // a task that starts a tick after its hand-off waited for a goroutine
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
@@ -144,7 +148,9 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 	h, wh := w.timer, w.wheel
 	for slept := false; ; slept = true {
 		now = h.now()
+		w.countLag(now)
 		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
+			w.plannedWake = wh.endOf(wh.tickOf(now)) // back after this pass by the end of this tick
 			return now, woken
 		}
 		lingering := w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0
@@ -152,6 +158,7 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 		if lingering {
 			until = wh.endOf(w.nextTick(now))
 		}
+		w.plannedWake = until
 		if lingering {
 			h.sleeper.Sleep(instant(h.startNanos, until))
 		} else {
@@ -370,7 +377,6 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	if now < wh.tickEnd() {
 		return false
 	}
-	lag := now - wh.tickEnd()
 	due, ex := wh.expire(now, w.due)
 	w.due = due
 	wh.advance()
@@ -382,7 +388,7 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
 			"count", ex.misplaced, "tick", wh.tick-1)
 	}
-	w.countTick(lag, ex)
+	w.countTick(ex)
 	claimed = ex.expired+ex.runs+ex.skipped > 0
 	if len(wh.schedules) > 0 {
 		w.claimFrom = wh.tickOf(now) * wh.tickDuration
@@ -452,15 +458,20 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 	}
 }
 
-// countTick updates the counters after a tick with lag and what its walk
-// did.
-func (w *worker) countTick(lag int64, ex expiry) {
+// countLag counts how late the worker is at now for the tick it was due
+// back at (plannedWake), whether or not anything was due in that tick: a
+// pass that a hook held up, or a wake-up the process was too busy for.
+func (w *worker) countLag(now int64) {
+	if lag := now - w.plannedWake; lag > w.maxLag {
+		w.maxLag = lag
+		w.timer.counters.maxTickLag.Store(lag)
+	}
+}
+
+// countTick updates the counters after a tick's walk did ex.
+func (w *worker) countTick(ex expiry) {
 	h := w.timer
 	h.counters.ticks.Add(1)
-	if lag > w.maxLag {
-		w.maxLag = lag
-		h.counters.maxTickLag.Store(lag)
-	}
 	w.countExpired(ex.expired)
 	h.counters.periodicSkipped.Add(uint64(ex.skipped))
 }

@@ -8,18 +8,20 @@ import (
 )
 
 // Ants is an Executor backed by an ants goroutine pool of a fixed size, as
-// a hashedwheel timer makes for itself: give it to a timer with
-// WithExecutor, and Release it once the timer has stopped.
+// a hashedwheel timer makes for itself: give it to one or several timers
+// with WithExecutor, use it for other work beside them, and Release it
+// once the timers have stopped.
 //
-// It runs at most its size of tasks at once and keeps no queue: Execute
-// waits while every goroutine runs a task, until one returns. A timer
-// hands it at most Cap tasks at once, and the next only once one has
-// returned, so it waits at most for that goroutine to go back idle. A pool
-// shared by several timers, or used for other work beside a timer, can
-// hold a timer's worker in Execute until a goroutine frees up.
+// It runs at most its size of tasks at once, in the order Execute was
+// called, and Execute never blocks: while every goroutine runs a task,
+// the new one waits in the pool's queue for the first to finish. So a
+// timer's worker never waits for a goroutine held by another timer's
+// task, and a task that hands the pool follow-up work never waits for the
+// goroutine it holds itself.
 //
-// A task that panics, or calls runtime.Goexit, ends its own goroutine and
-// no other; a panic is logged to slog.Default().
+// A task that panics is logged to slog.Default(), and its goroutine goes
+// on with the queue; one that calls runtime.Goexit ends its own goroutine,
+// and another takes the queue over.
 type Ants struct {
 	p *antspool.Pool
 }
@@ -41,9 +43,9 @@ func NewAnts(size int) (*Ants, error) {
 	return &Ants{p: p}, nil
 }
 
-// Execute runs task on a pool goroutine, waiting while size tasks run. It
-// returns an error for a nil task, and for every task once Release has
-// been called.
+// Execute runs task on a pool goroutine: at once if one is free, else once
+// the tasks queued before it have started. It never blocks. It returns an
+// error for a nil task, and for every task once Release has been called.
 func (a *Ants) Execute(task func()) error { return a.p.Execute(task) }
 
 // Cap returns the number of pool goroutines: how many tasks run at once.
@@ -51,6 +53,6 @@ func (a *Ants) Execute(task func()) error { return a.p.Execute(task) }
 func (a *Ants) Cap() int { return a.p.Cap() }
 
 // Release closes the executor: later Execute calls return an error. Tasks
-// already running still run; Release does not wait for them. It is safe
-// to call more than once.
+// already running or queued still run; Release does not wait for them. It
+// is safe to call more than once.
 func (a *Ants) Release() { a.p.Release() }

@@ -6,11 +6,14 @@ package pool
 
 // Executor runs tasks. It is the Go form of java.util.concurrent.Executor.
 //
-// Execute should not block its caller for long: a timer calls it from its
-// worker goroutine. A nil error means the executor accepted the task and will run it exactly
-// once; a non-nil error means it did not accept it and will never run it.
-// An executor states how many tasks it runs at once with a method
-// Cap() int: a timer then never hands it more at a time (see
+// Execute must not block: a timer calls it from its worker goroutine,
+// which nothing but its own Cancelled hooks, Scheduler calls and Inline
+// tasks may hold up. While the executor has no goroutine free, it queues
+// the task, or returns an error. A nil error means the executor accepted
+// the task and will run it exactly once; a non-nil error means it did not
+// accept it and will never run it (the timer then runs it on a goroutine
+// of its own). An executor states how many tasks it runs at once with a
+// method Cap() int: a timer then never hands it more at a time (see
 // hashedwheel.WithExecutor).
 type Executor interface {
 	Execute(task func()) error

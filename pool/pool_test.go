@@ -64,34 +64,56 @@ func TestAntsRunsEveryTask(t *testing.T) {
 	assert.Equal(t, int32(1000), ran.Load())
 }
 
-// TestAntsExecuteWaitsForAGoroutineWhenFull: a pool of one goroutine held
-// by a task keeps no queue: Execute waits until the task returns, then
-// runs the next task and returns nil.
-func TestAntsExecuteWaitsForAGoroutineWhenFull(t *testing.T) {
+// TestAntsExecuteQueuesWhenFull: on a pool of one goroutine held by a
+// task, Execute returns at once, and the queued tasks run, in the order
+// they were given, once the goroutine frees up.
+func TestAntsExecuteQueuesWhenFull(t *testing.T) {
 	a, err := NewAnts(1)
 	require.NoError(t, err)
 	defer releaseAndWait(t, a)
 	release, started := make(chan struct{}), make(chan struct{})
 	require.NoError(t, a.Execute(func() { close(started); <-release }))
 	<-started
-	ran, executed := make(chan struct{}), make(chan error, 1)
-	go func() { executed <- a.Execute(func() { close(ran) }) }()
-	select {
-	case err := <-executed:
-		require.Fail(t, "Execute returned while the pool's goroutine was held", "error: %v", err)
-	case <-time.After(50 * time.Millisecond): // the claim is that it waits: a bounded look
+	ran := make(chan int, 3)
+	for i := range 3 {
+		require.NoError(t, a.Execute(func() { ran <- i }), "Execute while the goroutine is held")
 	}
 	close(release)
-	select {
-	case err := <-executed:
-		require.NoError(t, err)
-	case <-time.After(waitBound):
-		require.Fail(t, "Execute still waits with the goroutine free")
+	for i := range 3 {
+		select {
+		case got := <-ran:
+			assert.Equal(t, i, got, "the queue's order")
+		case <-time.After(waitBound):
+			require.Fail(t, "an accepted task never ran")
+		}
 	}
-	select {
-	case <-ran:
-	case <-time.After(waitBound):
-		require.Fail(t, "an accepted task never ran")
+}
+
+// TestAntsTasksHandingFollowUpWorkToTheirOwnFullPoolFinish: every task on
+// a pool of two goroutines hands the pool a job of its own, a timeout that
+// enqueues its cleanup: each Execute returns at once, the tasks return,
+// and the jobs then run. A pool whose Execute waited for a goroutine would
+// hold both tasks forever.
+func TestAntsTasksHandingFollowUpWorkToTheirOwnFullPoolFinish(t *testing.T) {
+	a, err := NewAnts(2)
+	require.NoError(t, err)
+	defer releaseAndWait(t, a)
+	var both sync.WaitGroup
+	both.Add(2)
+	jobs := make(chan struct{}, 2)
+	for range 2 {
+		require.NoError(t, a.Execute(func() {
+			both.Done()
+			both.Wait() // both goroutines held
+			assert.NoError(t, a.Execute(func() { jobs <- struct{}{} }))
+		}))
+	}
+	for range 2 {
+		select {
+		case <-jobs:
+		case <-time.After(waitBound):
+			require.Fail(t, "a task waited for the goroutine it held")
+		}
 	}
 }
 

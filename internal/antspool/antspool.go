@@ -1,7 +1,5 @@
 // Package antspool is the ants-backed executor: the pool a hashedwheel
-// timer makes for itself, and the one pool.NewAnts wraps for users. It has
-// no queue of its own: the timer's dispatcher never hands it more
-// functions at once than its size, and decides which task starts when.
+// timer makes for itself, and the one pool.NewAnts wraps for users.
 package antspool
 
 import (
@@ -11,22 +9,28 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"sync"
-	"sync/atomic"
 
 	"github.com/panjf2000/ants/v2"
 )
 
-// Pool runs functions on at most its size of goroutines, in ants's
-// blocking mode: Execute waits while every goroutine runs a function, for
-// the first to go idle. A caller that hands it no more functions than its
-// size, and each only once the one before it on a goroutine has returned,
-// waits at most for that goroutine to go back idle.
+// Pool runs functions on at most its size of goroutines, in the order
+// Execute was called. Execute never blocks: while every goroutine runs a
+// function, it queues the new one, and the first goroutine to finish runs
+// it. So a function that hands the pool more work, a timer whose worker
+// hands it due tasks, and several timers sharing it never wait for one
+// another's goroutines.
 type Pool struct {
-	pool *ants.Pool
+	pool *ants.PoolWithFunc
 	size int
 
-	closed      atomic.Bool // Release was called: Execute refuses
+	mu      sync.Mutex
+	queue   []func() // waiting for a goroutine, oldest at queue[head]
+	head    int
+	running int // goroutines handed to ants that run functions
+	closed  bool
+
 	releaseOnce sync.Once
+	drained     chan struct{} // closed once released and no goroutine runs a function
 	released    chan struct{} // closed once every goroutine of the pool has exited
 }
 
@@ -35,28 +39,45 @@ func New(size int) (*Pool, error) {
 	if size < 1 {
 		return nil, fmt.Errorf("pool of %d goroutines: expected at least 1", size)
 	}
-	p, err := ants.NewPool(size, ants.WithPanicHandler(logPanic))
+	p := &Pool{size: size, drained: make(chan struct{}), released: make(chan struct{})}
+	// A function converts to an interface without allocating: Invoke costs
+	// no allocation, where Submit of a closure would.
+	pool, err := ants.NewPoolWithFunc(size, func(f any) { p.run(f.(func())) })
 	if err != nil {
 		return nil, err
 	}
-	return &Pool{pool: p, size: size, released: make(chan struct{})}, nil
+	p.pool = pool
+	return p, nil
 }
 
-// ErrReleased is the error of Execute on a released pool.
+// ErrReleased is the error of Execute once Release was called.
 var ErrReleased = errors.New("pool: executor released")
 
-// Execute runs task on a pool goroutine, waiting while every goroutine
-// runs a function. It refuses a nil task, and every task once Release has
-// been called, with ErrReleased.
+// Execute runs task on a goroutine of the pool, at once if one is free,
+// else once every function queued before it has started. It never
+// blocks. It fails with ErrReleased after Release, and for a nil task.
 func (p *Pool) Execute(task func()) error {
 	if task == nil {
-		// ants takes a nil function for its goroutines' exit signal.
 		return errors.New("pool: nil task")
 	}
-	if p.closed.Load() {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
 		return ErrReleased
 	}
-	if err := p.pool.Submit(task); err != nil {
+	if p.running == p.size {
+		p.queue = append(p.queue, task)
+		p.mu.Unlock()
+		return nil
+	}
+	p.running++
+	p.mu.Unlock()
+	// ants has a goroutine free, or one that has just finished its last
+	// function and is going back idle, which it waits for.
+	if err := p.pool.Invoke(task); err != nil {
+		p.mu.Lock()
+		p.goroutineDone()
+		p.mu.Unlock()
 		if errors.Is(err, ants.ErrPoolClosed) {
 			return ErrReleased
 		}
@@ -65,20 +86,84 @@ func (p *Pool) Execute(task func()) error {
 	return nil
 }
 
-// Cap returns the number of goroutines: how many functions run at once.
+// run runs task, then the queued functions, oldest first, until none is
+// left. A function that calls runtime.Goexit ends the goroutine: another
+// carries on with the queue.
+func (p *Pool) run(task func()) {
+	returned := false
+	defer func() {
+		if !returned {
+			go p.carryOn()
+		}
+	}()
+	for ; task != nil; task = p.next() {
+		runLogged(task)
+	}
+	returned = true
+}
+
+// runLogged runs task, logging a panic to slog.Default() with its stack:
+// the goroutine goes on with the queue.
+func runLogged(task func()) {
+	defer func() {
+		if r := recover(); r != nil {
+			slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
+		}
+	}()
+	task()
+}
+
+// next returns the oldest queued function, or nil once none is queued,
+// then counting the goroutine out.
+func (p *Pool) next() func() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.head == len(p.queue) {
+		if cap(p.queue) > maxKept {
+			p.queue = nil
+		}
+		p.queue, p.head = p.queue[:0], 0
+		p.goroutineDone()
+		return nil
+	}
+	f := p.queue[p.head]
+	p.queue[p.head] = nil
+	p.head++
+	return f
+}
+
+// maxKept bounds the capacity an empty queue keeps.
+const maxKept = 1 << 10
+
+// carryOn takes over the queue of a goroutine that a function ended with
+// runtime.Goexit, on a new goroutine of ants: handed over from here, as
+// ants counts the ending goroutine busy until it has returned.
+func (p *Pool) carryOn() {
+	if f := p.next(); f != nil && p.pool.Invoke(f) != nil {
+		p.run(f) // ants refused: the function was accepted, so it runs here
+	}
+}
+
+// goroutineDone counts a goroutine out; the last one out of a released
+// pool lets its release go on. The caller holds mu.
+func (p *Pool) goroutineDone() {
+	p.running--
+	if p.closed && p.running == 0 {
+		close(p.drained)
+	}
+}
+
+// Cap returns the pool's size.
 func (p *Pool) Cap() int { return p.size }
 
-// Release closes the pool: later Execute calls, and those waiting for a
-// goroutine, return ErrReleased. Functions already running still run to
-// the end; Release does not wait for them. It is safe to call more than
-// once.
+// Release refuses new functions from now on; the queued and running ones
+// still run, and then the pool's goroutines exit.
 func (p *Pool) Release() { p.releaseOnce.Do(p.startRelease) }
 
-// ReleaseContext closes the pool as Release does, then waits until every
-// goroutine it started has exited, or until ctx is done, whose error it
-// then returns. Once it has returned nil, nothing of the pool runs.
+// ReleaseContext releases the pool and waits until its goroutines have
+// exited, or ctx is done.
 func (p *Pool) ReleaseContext(ctx context.Context) error {
-	p.releaseOnce.Do(p.startRelease)
+	p.Release()
 	select {
 	case <-p.released:
 		return nil
@@ -87,21 +172,16 @@ func (p *Pool) ReleaseContext(ctx context.Context) error {
 	}
 }
 
-// startRelease refuses later Execute calls at once and starts the
-// goroutine that closes the ants pool, waits for its goroutines to exit,
-// then closes released. ants waits only in the call that closes the pool,
-// so one goroutine makes that call for every caller.
 func (p *Pool) startRelease() {
-	p.closed.Store(true)
+	p.mu.Lock()
+	p.closed = true
+	if p.running == 0 {
+		close(p.drained)
+	}
+	p.mu.Unlock()
 	go func() {
+		<-p.drained // ants's release does not wait for what is queued here
 		_ = p.pool.ReleaseContext(context.Background())
 		close(p.released)
 	}()
-}
-
-// logPanic reports a panic that a function handed to the pool did not
-// recover itself, with the stack of the goroutine it ended. The timer's
-// tasks never get here: the timer recovers and logs them itself.
-func logPanic(r any) {
-	slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
 }

@@ -1,45 +1,40 @@
-// Package dispatch decides which due task starts when, between a timer's
-// worker and its executor: tasks that come due together start together, a
-// slow task delaying no other, up to the executor's size. The hashedwheel
-// timer and the benchmark contenders built on the same engine share it, so
-// that they differ only in how they find what is due.
+// Package dispatch hands a timer's due tasks to its executor and tracks
+// them until they return. The hashedwheel timer and the benchmark
+// contenders share it, so that they differ only in how they find what is
+// due.
 //
-// A dispatch is one list of due tasks and a claim cursor, drained by drain
-// functions running on the executor: each claims the next tasks, runs
-// them, and claims again until none is left, then steals, one at a time,
-// the tasks other drain functions claimed and have not started. The
-// dispatcher bounds its drain functions across all its lists (slot.go):
-// at most Parallelism, the executor's size, are handed over and not
-// returned, so the executor never needs a queue of its own. A drain
-// function that exhausts its list goes on with the oldest list waiting for
-// drainers before it returns; a list beyond the bound waits in that queue,
-// costing nothing, until one does.
+// Each Dispatch appends its tasks, as one segment, to a queue that drain
+// functions running on the executor take tasks from, one at a time, oldest
+// first: a task due earlier never starts after one due later, whatever
+// order the drain functions start in, and a slow task holds up none but
+// its own drain function. At most Parallelism drain functions, the
+// executor's size, are handed over and not returned, across all segments;
+// tasks beyond them wait in the queue, costing nothing, for a drain
+// function to come back for them.
 //
-// A dispatch starts a few drain functions, twice as many as the machine
-// has processors, which is enough for short tasks. Once they have all
-// started and tasks wait, the list watches itself on a runtime timer,
-// every GrowInterval: while its drain functions are held by slow tasks it
-// asks in one step for a drain function for every slow task it expects, up
-// to the executor's size, so that slow tasks start within milliseconds
-// whatever their number. The watch runs on no goroutine of the caller's,
-// so a dispatching goroutine held up, or a clock.Fake standing still,
-// delays no growth; and it is armed only while growing can help, so a
-// dispatch waiting for a slot costs nothing until one frees up. A drain
-// function claims one task at a time while tasks take long, and doubles
-// its claim, up to maxClaim, while they are short, so that a storm of
-// short tasks does not pay a contended atomic operation per task; what it
-// claimed and has not started others may steal, so a slow task holds up no
-// task claimed with it.
+// A Dispatch hands over a few drain functions, twice as many as there are
+// processors, which is enough for short tasks. Slow ones hold their drain
+// functions: a check on a runtime timer, armed only while growing can help
+// (tasks wait, the bound is not reached, and no drain function waits for
+// the executor), asks in one step for a drain function for every slow task
+// it expects, so that slow tasks due together start within a millisecond
+// or two of each other.
+//
+// Nothing here waits on the executor's goroutines: Dispatch only calls
+// Execute, which must not block.
 package dispatch
 
 import (
+	"fmt"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 )
 
-// Executor runs functions; pool.Executor satisfies it.
+// Executor runs functions; pool.Executor satisfies it. Execute must not
+// block: it queues the function or returns an error.
 type Executor interface {
 	Execute(task func()) error
 }
@@ -51,26 +46,20 @@ type Config[T any] struct {
 	Executor Executor
 	// Run runs one task. It must recover its own panics.
 	Run func(T)
-	// Parallelism is the most drain functions the dispatcher hands to the
-	// executor that have not returned, across all its dispatches: the
-	// executor's size. 0 means SizeOf(Executor).
+	// Parallelism bounds the drain functions handed to the executor and
+	// not returned: the executor's size. 0 means SizeOf(Executor).
 	Parallelism int
-	// Refused is called, on the goroutine that hands a drain function to
-	// the executor (the dispatching goroutine, a list's watch, or one
-	// taking over from a task or an Execute that called runtime.Goexit),
-	// when the executor refuses it or panics in Execute; the function then
-	// runs on a goroutine of its own, still counted in Parallelism, so
-	// that no task is lost. It must be safe for concurrent use.
+	// Refused is told when the executor refuses a drain function, or
+	// panics in Execute; the function then runs on a goroutine of its own,
+	// still counted in Parallelism, so that no task is lost. It must be
+	// safe for concurrent use.
 	Refused func(err error)
-	// After calls f on a goroutine of its own once d has passed; a list
-	// watches its drain functions with it. Nil means time.AfterFunc, on
-	// the runtime's clock whatever clock the caller keeps, so that growth
-	// never waits for a fake clock to move. Tests give their own, to fire
-	// the watch by hand.
-	After func(d time.Duration, f func())
 	// Started and Finished, if set, are told of the tasks dispatched and
-	// of those that returned, n at a time (clockwork.WorkTracker).
+	// of those that returned, n at a time.
 	Started, Finished func(n int)
+	// Slow is the hand-off wait past which a task counts in Waited: one
+	// that started later than this after it was dispatched.
+	Slow time.Duration
 }
 
 // DefaultParallelism is the size of an executor that states none: of one
@@ -86,19 +75,13 @@ func SizeOf(e Executor) int {
 	return DefaultParallelism
 }
 
-// maxKeptTasks bounds the capacity of the lists a dispatcher keeps for
-// reuse, so that a storm's worth of pointers is not held once it has run.
-const maxKeptTasks = 1 << 14
-
-// maxKeptLists bounds how many emptied lists a dispatcher keeps for reuse.
-const maxKeptLists = 2
-
-// maxClaim bounds how many tasks a drain function claims at once.
-const maxClaim = 64
-
-// shortTask is how long a task may take, on average over a claim, for the
-// next claim to double.
-const shortTask = 20 * time.Microsecond
+// maxKeptTasks bounds the capacity of the slices a dispatcher keeps for
+// reuse, so that a storm's worth of pointers is not held once it has run;
+// maxKeptSlices bounds their number.
+const (
+	maxKeptTasks  = 1 << 14
+	maxKeptSlices = 2
+)
 
 // yieldEvery is how long a drain function runs tasks before it yields its
 // processor. A processor runs its due runtime timers only when it
@@ -107,13 +90,13 @@ const shortTask = 20 * time.Microsecond
 // (golang/go#38860).
 const yieldEvery = 100 * time.Microsecond
 
-// startDrainersPerCPU is how many drain functions per processor a dispatch
-// starts with.
+// startDrainersPerCPU is how many drain functions per processor a Dispatch
+// hands over at first.
 const startDrainersPerCPU = 2
 
-// GrowInterval is how often a list whose tasks wait for a drain function
-// checks whether its drain functions are held by slow tasks.
-const GrowInterval = 250 * time.Microsecond
+// growInterval is how often the check looks at drain functions held by
+// slow tasks.
+const growInterval = 250 * time.Microsecond
 
 // Dispatcher runs due tasks on an executor and tracks them until they
 // return. Dispatch may be called from one goroutine at a time; the other
@@ -121,23 +104,48 @@ const GrowInterval = 250 * time.Microsecond
 type Dispatcher[T any] struct {
 	cfg      Config[T]
 	inflight atomic.Int64 // tasks dispatched that have not returned
-	closed   atomic.Bool
-	idle     chan struct{} // closed once closed and nothing is in flight
-	idleOnce sync.Once
+	waiting  atomic.Int64 // drain functions handed over that have not begun
+	watching atomic.Bool  // the check is armed or running
+	waited   atomic.Uint64
+	maxWait  atomic.Int64
 
-	mu   sync.Mutex
-	free [][]T // emptied task lists, for the caller's next batches
-
-	// The bound (slot.go).
-	slotsMu            sync.Mutex
-	held               int      // slots granted and not given back: at most Parallelism
-	idleSlots          *slot[T] // slots made and not held, linked
-	waitHead, waitTail *list[T] // the lists waiting for drainers, oldest first
+	mu             sync.Mutex
+	head, tail     *segment[T] // the queue: segments with tasks not yet started, oldest first
+	outstanding    int         // drain functions handed over and not returned: at most Parallelism
+	dispatched     int64       // tasks dispatched to the executor
+	burstBase      int64       // tasks started when the queue last became non-empty
+	startedAtCheck int64       // tasks started at the last check
+	free           *handOff[T] // hand-offs not in use, linked
+	spare          [][]T       // emptied task slices, for the next segments
+	closed         bool
+	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
 	// The dispatching goroutine's: the tasks of an inline dispatch, of
 	// which inline[inlineNext:] have yet to run.
 	inline     []T
 	inlineNext int
+}
+
+// segment is the tasks of one Dispatch. A task is started by the one
+// atomic add on next that hands out its index.
+type segment[T any] struct {
+	tasks    []T
+	at       int64        // monotonic time of the Dispatch
+	next     atomic.Int64 // index of the first task not handed out
+	finished atomic.Int64 // tasks that have returned
+	link     *segment[T]  // the next segment in the queue; guarded by the dispatcher's mu
+}
+
+func (s *segment[T]) unstarted() int64 { return max(int64(len(s.tasks))-s.next.Load(), 0) }
+
+// handOff is one drain function handed to the executor. A run that finds
+// it unarmed is a second run of one hand-over, by an executor that runs a
+// function twice, and does nothing.
+type handOff[T any] struct {
+	d     *Dispatcher[T]
+	armed atomic.Bool
+	fn    func() // made once: a closure allocates
+	link  *handOff[T]
 }
 
 // New returns a dispatcher configured by cfg.
@@ -148,9 +156,6 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 	if cfg.Refused == nil {
 		cfg.Refused = func(error) {}
 	}
-	if cfg.After == nil {
-		cfg.After = afterFunc
-	}
 	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
 }
 
@@ -158,28 +163,41 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
 
 // Dispatch runs tasks: inline, in order, before it returns; or on the
-// executor, started together up to Parallelism at a time. It copies the
-// tasks, into a list recycled from an earlier dispatch when one is free,
-// and clears the slice, which the caller may reuse at once: a dispatch
-// costs one small allocation whatever its size.
+// executor, in order of their position, started together up to
+// Parallelism at a time. It copies the tasks and clears the slice, which
+// the caller may reuse at once.
 func (d *Dispatcher[T]) Dispatch(tasks []T) {
-	if len(tasks) == 0 {
+	n := len(tasks)
+	if n == 0 {
 		return
 	}
-	d.inflight.Add(int64(len(tasks)))
+	d.inflight.Add(int64(n))
 	if d.cfg.Started != nil {
-		d.cfg.Started(len(tasks))
+		d.cfg.Started(n)
 	}
 	if d.Inline() {
 		d.inline, d.inlineNext = tasks, 0
 		d.RunInline()
 		return
 	}
-	for len(tasks) > 0 {
-		n := min(len(tasks), maxListLen)
-		d.dispatchList(tasks[:n])
-		tasks = tasks[n:]
+	s := &segment[T]{at: monotonic()}
+	d.mu.Lock()
+	s.tasks = d.spareSlice(n)
+	d.mu.Unlock()
+	s.tasks = append(s.tasks, tasks...)
+	clear(tasks)
+
+	d.mu.Lock()
+	if d.head == nil {
+		d.head, d.burstBase = s, d.dispatched
+	} else {
+		d.tail.link = s
 	}
+	d.tail = s
+	d.dispatched += int64(n)
+	h := d.takeHandOffs(min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
+	d.mu.Unlock()
+	d.handOut(h)
 }
 
 // RunInline runs, in order, the tasks of an inline dispatch that have not
@@ -200,62 +218,296 @@ func (d *Dispatcher[T]) RunInline() {
 	d.inline, d.inlineNext = nil, 0
 }
 
-// dispatchList hands tasks, at most maxListLen, to the executor as one
-// list.
-func (d *Dispatcher[T]) dispatchList(tasks []T) {
-	// A list is never reused, only its slice: a drain function that comes
-	// to it late finds the cursor at the end.
-	l := &list[T]{d: d, tasks: append(d.spare(len(tasks)), tasks...)}
-	clear(tasks)
-	l.start(min(len(tasks), d.cfg.Parallelism, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
+// takeHandOffs counts up to n more drain functions out, as many as the
+// bound allows, and returns their hand-offs, linked. The caller holds mu.
+func (d *Dispatcher[T]) takeHandOffs(n int) *handOff[T] {
+	n = min(n, d.cfg.Parallelism-d.outstanding)
+	if n <= 0 {
+		return nil
+	}
+	d.outstanding += n
+	d.waiting.Add(int64(n))
+	var first *handOff[T]
+	for range n {
+		h := d.free
+		if h == nil {
+			h = &handOff[T]{d: d}
+			h.fn = h.run
+		} else {
+			d.free = h.link
+		}
+		h.link, first = first, h
+	}
+	return first
 }
 
-// afterFunc is Config.After's default: time.AfterFunc.
-func afterFunc(d time.Duration, f func()) { time.AfterFunc(d, f) }
+// handOut hands the executor the drain functions of the hand-offs linked
+// from h. One the executor refuses, or panics on, runs on a goroutine of
+// its own. An Execute that ends the calling goroutine with runtime.Goexit
+// leaves the rest to a goroutine of their own: every hand-off counted out
+// is handed over.
+func (d *Dispatcher[T]) handOut(h *handOff[T]) {
+	var rest *handOff[T]
+	returned := false
+	defer func() {
+		if !returned && rest != nil {
+			go d.handOut(rest)
+		}
+	}()
+	for ; h != nil; h = rest {
+		rest, h.link = h.link, nil
+		h.armed.Store(true)
+		if err := safeExecute(d.cfg.Executor, h.fn); err != nil {
+			d.cfg.Refused(err)
+			go h.fn()
+		}
+	}
+	returned = true
+}
 
-// spare returns an empty slice with room for n tasks: a recycled one if
-// one is large enough.
-func (d *Dispatcher[T]) spare(n int) []T {
+// safeExecute hands f to e, turning a panic into an error. An Execute that
+// calls runtime.Goexit ends the calling goroutine: f then runs on a
+// goroutine of its own, so that no task is lost.
+func safeExecute(e Executor, f func()) (err error) {
+	returned := false
+	defer func() {
+		if returned {
+			return
+		}
+		if r := recover(); r != nil {
+			err = fmt.Errorf("executor panicked: %v", r)
+			return
+		}
+		go f()
+	}()
+	err = e.Execute(f)
+	returned = true
+	return err
+}
+
+// run is the drain function of the hand-off.
+func (h *handOff[T]) run() {
+	if h.armed.CompareAndSwap(true, false) {
+		h.d.waiting.Add(-1)
+		h.d.drain(h)
+	}
+}
+
+// drain runs the queue's tasks, one at a time, for the drain function of
+// h, until none is left to start; it then gives h back. A task that calls
+// runtime.Goexit ends it: a goroutine of its own carries on, holding h, so
+// that the executor is handed no drain function before the ending one has
+// returned to it.
+func (d *Dispatcher[T]) drain(h *handOff[T]) {
+	r := drainer[T]{d: d, yielded: monotonic()}
+	defer func() {
+		r.finishSegment()
+		if !r.returned {
+			go d.drain(h)
+		}
+	}()
+	for r.s = d.nextSegment(nil, h); r.s != nil; r.s = d.nextSegment(r.s, h) {
+		r.runSegment()
+		r.finishSegment()
+	}
+	r.returned = true
+}
+
+// drainer is the state of one drain function's run.
+type drainer[T any] struct {
+	d        *Dispatcher[T]
+	s        *segment[T] // the segment it takes tasks from
+	ran      int64       // tasks of s it started: counted finished with the segment
+	claimed  bool        // it has started a task
+	yielded  int64       // when it last yielded its processor
+	waited   uint64      // of s's tasks it started, those that waited longer than Slow
+	maxWait  int64
+	returned bool // drain returned: no task called runtime.Goexit
+}
+
+// runSegment runs the tasks of s, each once, until none is left to hand
+// out. It yields the processor every yieldEvery, before it takes the next
+// task, so that no task waits for it meanwhile.
+func (r *drainer[T]) runSegment() {
+	d, s := r.d, r.s
+	n := int64(len(s.tasks))
+	for {
+		now := monotonic()
+		if now-r.yielded >= int64(yieldEvery) {
+			runtime.Gosched()
+			now = monotonic()
+			r.yielded = now
+		}
+		i := s.next.Add(1) - 1
+		if i >= n {
+			return
+		}
+		t := s.tasks[i]
+		var zero T
+		s.tasks[i] = zero // nothing a finished task captured stays reachable
+		if wait := now - s.at; wait > int64(d.cfg.Slow) {
+			r.waited++
+			r.maxWait = max(r.maxWait, wait)
+		}
+		if !r.claimed {
+			r.claimed = true
+			if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
+				d.watch()
+			}
+		}
+		r.ran++ // counted first: a task that calls runtime.Goexit has finished too
+		d.cfg.Run(t)
+	}
+}
+
+// finishSegment counts the tasks of the segment the drain function ran,
+// which have returned, and publishes their waits.
+func (r *drainer[T]) finishSegment() {
+	if r.ran == 0 {
+		return
+	}
+	d, s, ran := r.d, r.s, r.ran
+	r.ran = 0
+	if r.waited > 0 {
+		d.waited.Add(r.waited)
+		for w := d.maxWait.Load(); r.maxWait > w && !d.maxWait.CompareAndSwap(w, r.maxWait); w = d.maxWait.Load() {
+		}
+		r.waited, r.maxWait = 0, 0
+	}
+	// The drain function that counts the last task recycles the slice:
+	// every task has been handed out, so no drain function reads it again.
+	if s.finished.Add(ran) == int64(len(s.tasks)) {
+		d.mu.Lock()
+		d.recycle(s.tasks)
+		d.mu.Unlock()
+	}
+	d.finish(ran)
+}
+
+// nextSegment returns the segment the drain function of h takes tasks from
+// after prev, which it found exhausted (nil at first): the queue's oldest.
+// With the queue empty, it gives h back and returns nil.
+func (d *Dispatcher[T]) nextSegment(prev *segment[T], h *handOff[T]) *segment[T] {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	for i, s := range d.free {
+	if prev != nil && d.head == prev {
+		d.head, prev.link = prev.link, nil
+		if d.head == nil {
+			d.tail = nil
+		}
+	}
+	if d.head != nil {
+		return d.head
+	}
+	d.outstanding--
+	h.link, d.free = d.free, h
+	d.signalIdleIfDone()
+	return nil
+}
+
+// watch arms the check, unless it is armed or growing cannot help. The
+// caller has just started its first task, no drain function waiting to
+// begin.
+func (d *Dispatcher[T]) watch() {
+	if !d.watching.CompareAndSwap(false, true) {
+		return
+	}
+	d.mu.Lock()
+	unstarted := d.unstarted()
+	if !d.mayGrow(unstarted) {
+		d.watching.Store(false)
+		d.mu.Unlock()
+		return
+	}
+	d.startedAtCheck = d.dispatched - unstarted
+	d.mu.Unlock()
+	time.AfterFunc(growInterval, d.grow)
+}
+
+// mayGrow reports whether more drain functions could start tasks: some
+// wait, the bound is not reached, and no drain function waits to begin,
+// which the executor or a processor holds up. The caller holds mu.
+func (d *Dispatcher[T]) mayGrow(unstarted int64) bool {
+	return unstarted > 0 && d.outstanding < d.cfg.Parallelism && d.waiting.Load() == 0
+}
+
+// grow is the check: if fewer tasks started since the last check than
+// there are drain functions out, they are held by slow tasks, and it hands
+// over, in one step, a drain function for each slow task it expects among
+// those waiting, at the rate seen since the queue filled, and as many
+// again for the short ones. Then it arms the next check, while growing can
+// still help; drain functions it handed over arm it as they begin.
+func (d *Dispatcher[T]) grow() {
+	d.mu.Lock()
+	unstarted := d.unstarted()
+	started := d.dispatched - unstarted
+	var h *handOff[T]
+	if d.mayGrow(unstarted) && started-d.startedAtCheck < int64(d.outstanding) {
+		out, burst := int64(d.outstanding), max(started-d.burstBase, 1)
+		h = d.takeHandOffs(int(min((out*unstarted+burst-1)/burst+out, unstarted)))
+	}
+	d.startedAtCheck = started
+	rearm := h == nil && d.mayGrow(unstarted)
+	if !rearm {
+		d.watching.Store(false)
+	}
+	d.mu.Unlock()
+	d.handOut(h)
+	if rearm {
+		time.AfterFunc(growInterval, d.grow)
+	}
+}
+
+// unstarted returns how many dispatched tasks have not started. The
+// caller holds mu.
+func (d *Dispatcher[T]) unstarted() int64 {
+	var n int64
+	for s := d.head; s != nil; s = s.link {
+		n += s.unstarted()
+	}
+	return n
+}
+
+// spareSlice returns an empty slice with room for n tasks: a recycled one
+// if one is large enough. The caller holds mu.
+func (d *Dispatcher[T]) spareSlice(n int) []T {
+	for i, s := range d.spare {
 		if cap(s) >= n {
-			last := len(d.free) - 1
-			d.free[i], d.free[last] = d.free[last], nil
-			d.free = d.free[:last]
+			last := len(d.spare) - 1
+			d.spare[i], d.spare[last] = d.spare[last], nil
+			d.spare = d.spare[:last]
 			return s
 		}
 	}
 	return make([]T, 0, n)
 }
 
-// recycle keeps an emptied list for reuse.
+// recycle keeps an emptied slice for reuse. The caller holds mu.
 func (d *Dispatcher[T]) recycle(s []T) {
-	if s = keep(s[:0]); s == nil {
-		return
+	if cap(s) <= maxKeptTasks && len(d.spare) < maxKeptSlices {
+		d.spare = append(d.spare, s[:0])
 	}
-	d.mu.Lock()
-	if len(d.free) < maxKeptLists {
-		d.free = append(d.free, s)
-	}
-	d.mu.Unlock()
 }
 
-// InFlight returns the number of dispatched tasks that have not returned.
-func (d *Dispatcher[T]) InFlight() int64 { return d.inflight.Load() }
+// Waited returns how many tasks started later than Config.Slow after they
+// were dispatched, and the longest such wait.
+func (d *Dispatcher[T]) Waited() (tasks uint64, longest time.Duration) {
+	return d.waited.Load(), time.Duration(d.maxWait.Load())
+}
 
 // Close tells the dispatcher that nothing more will be dispatched; Idle
 // closes once every dispatched task has returned and every drain function
-// has given its slot back.
+// handed to the executor has given its hand-off back.
 func (d *Dispatcher[T]) Close() {
-	d.closed.Store(true)
+	d.mu.Lock()
+	d.closed = true
 	d.signalIdleIfDone()
+	d.mu.Unlock()
 }
 
 // Idle returns a channel that is closed once Close has been called, every
-// dispatched task has returned and every drain function handed to the
-// executor has returned: after it, the dispatcher calls Execute no more,
-// so the executor may be released.
+// dispatched task has returned and no drain function is out: after it, the
+// dispatcher calls Execute no more, so the executor may be released.
 func (d *Dispatcher[T]) Idle() <-chan struct{} { return d.idle }
 
 // finish counts n tasks that returned.
@@ -263,30 +515,62 @@ func (d *Dispatcher[T]) finish(n int64) {
 	if d.cfg.Finished != nil {
 		d.cfg.Finished(int(n))
 	}
-	// The decrement comes before the load of closed, and Close stores
-	// closed before it loads the count: one of the two sees the other.
-	if d.inflight.Add(-n) == 0 && d.closed.Load() {
+	if d.inflight.Add(-n) == 0 {
+		d.mu.Lock()
 		d.signalIdleIfDone()
+		d.mu.Unlock()
 	}
 }
 
 // signalIdleIfDone closes idle if the dispatcher is closed, no task is in
-// flight and no slot is held. A drain function gives its slot back (next)
-// after its tasks finished, under slotsMu, which this takes: whichever of
-// the last give-back, the last finish and Close comes last sees the others.
+// flight and no drain function is out. The caller holds mu; the last
+// finish, the last give-back and Close each call it under mu, so whichever
+// comes last sees the others.
 func (d *Dispatcher[T]) signalIdleIfDone() {
-	d.slotsMu.Lock()
-	done := d.doneLocked()
-	d.slotsMu.Unlock()
-	if done {
-		d.signalIdle()
+	if d.closed && d.outstanding == 0 && d.inflight.Load() == 0 {
+		select {
+		case <-d.idle:
+		default:
+			close(d.idle)
+		}
 	}
 }
 
-// doneLocked reports whether the dispatcher is closed, no task is in
-// flight and no slot is held. The caller holds slotsMu.
-func (d *Dispatcher[T]) doneLocked() bool {
-	return d.held == 0 && d.closed.Load() && d.inflight.Load() == 0
+// InTask reports whether the caller runs on a drain function of any
+// dispatcher: in a task handed to an executor. It walks the caller's
+// stack, so it is for rare calls, such as a Stop that must not wait for
+// its own caller, and costs the tasks nothing.
+func InTask() bool {
+	pcs := make([]uintptr, 64)
+	for {
+		n := runtime.Callers(2, pcs)
+		if n < len(pcs) {
+			pcs = pcs[:n]
+			break
+		}
+		pcs = make([]uintptr, 2*len(pcs))
+	}
+	frames := runtime.CallersFrames(pcs)
+	for {
+		f, more := frames.Next()
+		if isDrain(f.Function) {
+			return true
+		}
+		if !more {
+			return false
+		}
+	}
 }
 
-func (d *Dispatcher[T]) signalIdle() { d.idleOnce.Do(func() { close(d.idle) }) }
+// isDrain reports whether function, a frame's, is Dispatcher.drain, of any
+// instantiation.
+func isDrain(function string) bool {
+	const prefix, suffix = "github.com/wheeltimer/wheeltimer/internal/dispatch.(*Dispatcher[", "]).drain"
+	return strings.HasPrefix(function, prefix) && strings.HasSuffix(function, suffix)
+}
+
+// origin is the reference of monotonic.
+var origin = time.Now()
+
+// monotonic returns the nanoseconds since origin, on the monotonic clock.
+func monotonic() int64 { return int64(time.Since(origin)) }

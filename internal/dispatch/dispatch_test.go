@@ -219,13 +219,17 @@ func TestEveryTaskRunsOnceOnAFaultyExecutor(t *testing.T) {
 	}
 }
 
-// TestCalledFromTask: CalledFromTask is true inside a task that a drain
-// function runs on an executor, and false on the test's goroutine.
-func TestCalledFromTask(t *testing.T) {
-	assert.False(t, dispatch.CalledFromTask(), "on the test's goroutine")
+// TestInTask: InTask is true inside a task that a drain function runs on
+// an executor, and false on the test's goroutine and in an inline task.
+func TestInTask(t *testing.T) {
+	assert.False(t, dispatch.InTask(), "on the test's goroutine")
+	inline := dispatch.New(dispatch.Config[int]{Run: func(int) {
+		assert.False(t, dispatch.InTask(), "in a task run inline")
+	}})
+	inline.Dispatch(sequence(1))
 	got := make(chan bool, 1)
 	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1, Run: func(int) {
-		got <- dispatch.CalledFromTask()
+		got <- dispatch.InTask()
 	}})
 	d.Dispatch(sequence(1))
 	select {
@@ -237,11 +241,10 @@ func TestCalledFromTask(t *testing.T) {
 	closeAndWaitIdle(t, d)
 }
 
-// TestASlowTaskHoldsUpNoTaskClaimedWithIt: slow tasks among thousands of
-// short ones due together, each slow one blocking until the test releases
-// it: every short task runs meanwhile, including those a drain function
-// claimed together with a slow task, whatever the number of processors.
-func TestASlowTaskHoldsUpNoTaskClaimedWithIt(t *testing.T) {
+// TestASlowTaskHoldsUpNoOtherTask: slow tasks among thousands of short
+// ones due together, each slow one blocking until the test releases it:
+// every short task runs meanwhile, whatever the number of processors.
+func TestASlowTaskHoldsUpNoOtherTask(t *testing.T) {
 	const n, slowEvery = 4000, 500 // 8 slow tasks
 	release := make(chan struct{})
 	var short sync.WaitGroup

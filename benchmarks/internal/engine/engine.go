@@ -257,7 +257,7 @@ func (g *Engine[L]) Stop() []hashedwheel.Timeout {
 // be idle, unless the caller is the worker (running a task inline) or a
 // task on the executor.
 func (g *Engine[L]) waitStopped() {
-	if goid.Current() == g.workerID.Load() || dispatch.CalledFromTask() {
+	if goid.Current() == g.workerID.Load() || dispatch.InTask() {
 		return
 	}
 	<-g.done

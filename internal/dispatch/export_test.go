@@ -1,0 +1,12 @@
+package dispatch
+
+// InFlight returns the number of dispatched tasks that have not returned.
+func (d *Dispatcher[T]) InFlight() int64 { return d.inflight.Load() }
+
+// Outstanding returns the number of drain functions handed over and not
+// returned.
+func (d *Dispatcher[T]) Outstanding() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.outstanding
+}

@@ -1,0 +1,228 @@
+package dispatch_test
+
+import (
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+)
+
+// boundedExecutor runs each function on a goroutine of its own, at most
+// size at once: it refuses a function while size of them have not
+// returned, counting a function that ended its goroutine with
+// runtime.Goexit as returned only once its goroutine has ended. It records
+// the most it ran at once.
+type boundedExecutor struct {
+	size            int32
+	active, most    atomic.Int32
+	calls, refusals atomic.Int32
+	running         sync.WaitGroup
+}
+
+func (e *boundedExecutor) Cap() int { return int(e.size) }
+
+func (e *boundedExecutor) Execute(f func()) error {
+	e.calls.Add(1)
+	n := e.active.Add(1)
+	if n > e.size {
+		e.active.Add(-1)
+		e.refusals.Add(1)
+		return errFull
+	}
+	for m := e.most.Load(); n > m && !e.most.CompareAndSwap(m, n); m = e.most.Load() {
+	}
+	e.running.Add(1)
+	go func() {
+		defer e.running.Done()
+		defer e.active.Add(-1) // after f, whether it returned or called Goexit
+		f()
+	}()
+	return nil
+}
+
+// TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn: drain
+// functions of three dispatches held back by the executor, then started
+// newest first: the tasks still start in the order they were dispatched,
+// the first dispatch's before the second's.
+func TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn(t *testing.T) {
+	exec := &queueExecutor{}
+	var mu sync.Mutex
+	var order []int
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 64, Run: func(task int) {
+		mu.Lock()
+		order = append(order, task)
+		mu.Unlock()
+	}})
+	d.Dispatch([]int{1, 2, 3})
+	d.Dispatch([]int{4, 5})
+	d.Dispatch([]int{6, 7, 8, 9})
+	require.NotEmpty(t, exec.queued)
+	for i := len(exec.queued) - 1; i >= 0; i-- {
+		exec.queued[i]() // one at a time, newest first
+	}
+	closeAndWaitIdle(t, d)
+	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, order)
+}
+
+// TestDrainFunctionsNeverExceedTheBoundAcrossDispatches: many dispatches
+// of slow tasks on an executor of size 3 that refuses a fourth function:
+// never more than three are handed over at once, none is refused, and the
+// tasks of later dispatches wait in the queue and start as drain functions
+// come back, every one once.
+func TestDrainFunctionsNeverExceedTheBoundAcrossDispatches(t *testing.T) {
+	const size, dispatches, per = 3, 20, 5
+	exec := &boundedExecutor{size: size}
+	var runs [dispatches * per]atomic.Int32
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Run: func(task int) {
+		runs[task].Add(1)
+		time.Sleep(time.Millisecond) // the work: slow enough for the queue to fill
+	}})
+	for k := range dispatches {
+		tasks := make([]int, per)
+		for i := range tasks {
+			tasks[i] = k*per + i
+		}
+		d.Dispatch(tasks)
+	}
+	closeAndWaitIdle(t, d)
+	exec.running.Wait()
+	for i := range runs {
+		assert.Equal(t, int32(1), runs[i].Load(), "runs of task %d", i)
+	}
+	assert.LessOrEqual(t, exec.most.Load(), int32(size), "drain functions out at once")
+	assert.Zero(t, exec.refusals.Load(), "the executor was handed more than its size")
+}
+
+// TestSlowTasksDueTogetherAllStart: 300 tasks dispatched together, each
+// blocking until every one has started, on an executor of room for all:
+// the dispatcher grows from its first few drain functions to one per
+// task. Without growth the first would wait forever.
+func TestSlowTasksDueTogetherAllStart(t *testing.T) {
+	const n = 300
+	var started sync.WaitGroup
+	started.Add(n)
+	all := make(chan struct{})
+	go func() { started.Wait(); close(all) }()
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: n, Run: func(int) {
+		started.Done()
+		<-all
+	}})
+	d.Dispatch(sequence(n))
+	select {
+	case <-all:
+	case <-time.After(waitBound):
+		require.Fail(t, "slow tasks waited for each other")
+	}
+	closeAndWaitIdle(t, d)
+}
+
+// TestGoexitHandsTheExecutorNothingBeforeItsGoroutineEnds: on an executor
+// of one goroutine that refuses a second function, tasks that call
+// runtime.Goexit: the tasks after them go on without a refusal, for
+// nothing is handed to the executor before the ending goroutine has
+// returned to it; every task runs once, one at a time.
+func TestGoexitHandsTheExecutorNothingBeforeItsGoroutineEnds(t *testing.T) {
+	const n, exitEvery = 400, 40
+	exec := &boundedExecutor{size: 1}
+	var runs [n + 1]atomic.Int32
+	var running, most atomic.Int32
+	var refusals atomic.Int32
+	d := dispatch.New(dispatch.Config[int]{
+		Executor: exec,
+		Refused:  func(error) { refusals.Add(1) },
+		Run: func(task int) {
+			now := running.Add(1)
+			defer running.Add(-1)
+			for m := most.Load(); now > m && !most.CompareAndSwap(m, now); m = most.Load() {
+			}
+			runs[task].Add(1)
+			if task%exitEvery == 0 {
+				runtime.Goexit()
+			}
+		},
+	})
+	for k := 0; k < n; k += 10 {
+		tasks := make([]int, 10)
+		for i := range tasks {
+			tasks[i] = k + i + 1
+		}
+		d.Dispatch(tasks)
+	}
+	closeAndWaitIdle(t, d)
+	exec.running.Wait()
+	for task := 1; task <= n; task++ {
+		assert.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)
+	}
+	assert.Zero(t, refusals.Load(), "refusals")
+	assert.Equal(t, int32(1), most.Load(), "tasks running at once")
+}
+
+// TestNothingAFinishedTaskCapturedStaysReachable: tasks holding 64 KiB
+// each, some of which call runtime.Goexit: once they have run, none is
+// reachable from the dispatcher, which is still in use and keeps its
+// slices for reuse.
+func TestNothingAFinishedTaskCapturedStaysReachable(t *testing.T) {
+	const n = 100
+	var collected atomic.Int32
+	d := dispatch.New(dispatch.Config[*[]byte]{Executor: &goExecutor{}, Parallelism: 8, Run: func(b *[]byte) {
+		if (*b)[0] == 1 {
+			runtime.Goexit()
+		}
+	}})
+	tasks := make([]*[]byte, n)
+	for i := range tasks {
+		b := make([]byte, 64<<10)
+		b[0] = byte(i % 2)
+		tasks[i] = &b
+		runtime.AddCleanup(tasks[i], func(*atomic.Int32) { collected.Add(1) }, &collected)
+	}
+	d.Dispatch(tasks)
+	d.Close()
+	<-d.Idle()
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		return collected.Load() == n
+	}, waitBound, time.Millisecond, "tasks still reachable after they ran")
+	runtime.KeepAlive(d)
+}
+
+// TestWaitedCountsTasksThatWaitedForADrainFunction: on an executor of one
+// goroutine, a task that holds it for 20ms makes the next wait: Waited
+// counts that one, with a wait of at least the hold, and not the first.
+func TestWaitedCountsTasksThatWaitedForADrainFunction(t *testing.T) {
+	const hold = 20 * time.Millisecond
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1, Slow: 5 * time.Millisecond,
+		Run: func(task int) {
+			if task == 1 {
+				time.Sleep(hold) // the work that holds the goroutine
+			}
+		}})
+	d.Dispatch(sequence(2))
+	closeAndWaitIdle(t, d)
+	tasks, longest := d.Waited()
+	assert.Equal(t, uint64(1), tasks, "tasks that waited")
+	assert.GreaterOrEqual(t, longest, hold, "the longest wait")
+}
+
+// TestNoCheckWhileADrainFunctionWaitsForTheExecutor: while a drain
+// function handed over has not begun (the executor holds it), the
+// dispatcher hands over nothing more however long its tasks wait: growing
+// could not help, and it does not poll.
+func TestNoCheckWhileADrainFunctionWaitsForTheExecutor(t *testing.T) {
+	exec := &queueExecutor{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 64, Run: func(int) {}})
+	d.Dispatch(sequence(100))
+	handed := len(exec.queued)
+	time.Sleep(20 * time.Millisecond) // eighty check intervals: time is the subject
+	assert.Equal(t, handed, len(exec.queued), "drain functions handed over while none had begun")
+	for _, f := range exec.queued {
+		f()
+	}
+	closeAndWaitIdle(t, d)
+}
