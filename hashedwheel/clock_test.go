@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strings"
 	"sync/atomic"
@@ -25,9 +26,8 @@ import (
 // Time, for the timer, is the monotonic clock.Clock it is given and
 // nothing else. The worker reads no wall clock, so a step of the wall
 // clock (NTP, an administrator, a VM resuming) cannot move a deadline:
-// TestClockWorkerReadsOnlyTheInjectedClock proves from the source that the
-// only wall-clock reading is Start's startTime, used by Deadline() alone,
-// and TestClockNothingMovesWithoutTheInjectedClock proves it at run time
+// TestClockWorkerReadsOnlyTheInjectedClock proves from the source that no
+// runtime clock is read, and TestClockNothingMovesWithoutTheInjectedClock proves it at run time
 // with a frozen fake clock. Forward jumps of the monotonic clock itself
 // (a suspended machine resuming) make due timeouts fire late, never early.
 
@@ -63,17 +63,18 @@ func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 // TestClockWorkerReadsOnlyTheInjectedClock checks the source of the
 // package: no non-test file calls a wall-clock or runtime-timer function of
 // package time, except context.go, whose API speaks in time.Time deadlines
-// that it turns into delays; and startTime, the injected clock's wall time
-// at start, is read only by Deadline. So no firing decision can depend on
-// the runtime's clock, nor on the wall clock read once at start: a
-// schedule reads the injected clock's wall time as it claims each run.
+// that it turns into delays; and the timer keeps no wall time of its own
+// (a field of type time.Time). So no firing decision can depend on the
+// runtime's clock, nor on a wall time read earlier: a Deadline reads the
+// injected clock's wall time when asked, and a schedule as it claims each
+// run.
 func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 	forbidden := map[string]bool{"Now": true, "Since": true, "Until": true, "Sleep": true, "After": true,
 		"AfterFunc": true, "NewTimer": true, "NewTicker": true, "Tick": true}
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
-	var calls, startTimeUses []string
+	var calls []string
 	for _, name := range files {
 		if strings.HasSuffix(name, "_test.go") || name == "context.go" {
 			continue
@@ -96,17 +97,15 @@ func TestClockWorkerReadsOnlyTheInjectedClock(t *testing.T) {
 				if id, ok := sel.X.(*ast.Ident); ok && id.Name == "time" && forbidden[sel.Sel.Name] {
 					calls = append(calls, where+": time."+sel.Sel.Name)
 				}
-				if sel.Sel.Name == "startTime" {
-					startTimeUses = append(startTimeUses, where)
-				}
 				return true
 			})
 		}
 	}
 	sort.Strings(calls)
 	assert.Empty(t, calls, "wall-clock and runtime-timer calls in the package")
-	sort.Strings(startTimeUses)
-	assert.Equal(t, "Deadline, Start", strings.Join(startTimeUses, ", "), "functions using startTime")
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[HashedWheelTimer]()) {
+		assert.NotEqual(t, reflect.TypeFor[time.Time](), f.Type, "the timer keeps a wall time: %s", f.Name)
+	}
 }
 
 // TestClockForwardJumpFiresDueTimeoutsOnly jumps the monotonic clock ten
@@ -193,17 +192,17 @@ func TestClockMaxDelayClampsAndNeverFires(t *testing.T) {
 		fake.WaitAsleep()
 		return to
 	}
-	endOfTime := h.startTime.Add(math.MaxInt64)
+	endOfTime := startTime(h).Add(math.MaxInt64)
 	require.True(t, endOfTime.Year() >= 2250 && endOfTime.After(time.Now().Add(290*365*day)), "start+MaxInt64 is %v", endOfTime)
 	for _, d := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, math.MaxInt64 - 100} {
 		to := schedule(d)
-		want := h.startTime.Add(time.Duration(modelDeadline(0, d)))
+		want := startTime(h).Add(time.Duration(modelDeadline(0, d)))
 		require.True(t, to.Deadline().Equal(want), "delay %d: Deadline() %v, want %v", d, to.Deadline(), want)
 		pending = append(pending, to)
 	}
 	past := schedule(math.MinInt64)
-	require.True(t, past.Deadline().Equal(h.startTime.Add(deadlineUnit)),
-		"delay MinInt64: Deadline() %v, want just after the call's time, the start %v", past.Deadline(), h.startTime)
+	require.True(t, past.Deadline().Equal(startTime(h).Add(deadlineUnit)),
+		"delay MinInt64: Deadline() %v, want just after the call's time, the start %v", past.Deadline(), startTime(h))
 	fake.Jump(day)
 	fake.WaitAsleep()
 	require.True(t, past.IsExpired() && len(rec.runs()) == 1, "delay MinInt64 did not fire on the next tick (runs %v)", rec.runs())

@@ -37,10 +37,10 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if parent.Err() != nil {
 		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause) // done at once, no timeout
 	}
-	c := &wheelContext{cause: cause}
+	c := &wheelContext{cause: cause, deadline: h.wallNow().Add(d)}
 	if !h.arm(c, parent, d) {
 		if ac, ok := h.clock.(afterFuncClock); ok {
-			return h.clockFallback(ac, parent, h.wallNow().Add(d), d, cause)
+			return h.clockFallback(ac, parent, c.deadline, d, cause)
 		}
 		return context.WithTimeoutCause(parent, d, cause)
 	}
@@ -103,13 +103,12 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	dc := &deadlineContext{deadline: deadline}
-	dc.cause = cause
+	dc := &wheelContext{cause: cause, deadline: deadline}
 	delay := deadline.Sub(h.wallNow())
 	if delay <= 0 || parent.Err() != nil {
-		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
+		return dc, h.unarmed(dc, parent, delay <= 0)
 	}
-	if !h.arm(&dc.wheelContext, parent, delay) {
+	if !h.arm(dc, parent, delay) {
 		if ac, ok := h.clock.(afterFuncClock); ok {
 			return h.clockFallback(ac, parent, deadline, delay, cause)
 		}
@@ -129,9 +128,8 @@ type afterFuncClock interface {
 // so that it follows a fake clock as the wheel's contexts do, where the
 // context package's would run on the runtime's clock.
 func (h *HashedWheelTimer) clockFallback(c afterFuncClock, parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
-	dc := &deadlineContext{deadline: deadline}
-	dc.cause = cause
-	cancel := h.unarmed(&dc.wheelContext, parent, false)
+	dc := &wheelContext{cause: cause, deadline: deadline}
+	cancel := h.unarmed(dc, parent, false)
 	stop := c.AfterFunc(delay, dc.expire)
 	return dc, func() {
 		stop()
@@ -199,7 +197,8 @@ func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expi
 // cancellation. Users never see it: Cause reports the context's own.
 var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 
-// wheelContext is the context of WithTimeout. Its cancellation, from the
+// wheelContext is the context of WithTimeout and WithDeadline. Its
+// cancellation, from the
 // parent or by its CancelFunc, is a context.WithCancelCause child of the
 // parent, which joins the parent's children without a goroutine; its
 // deadline is a timeout of the wheel, made inside the same allocation,
@@ -215,33 +214,22 @@ type wheelContext struct {
 	cancelInner context.CancelCauseFunc
 	cause       error                         // the cause once the deadline passes; nil: DeadlineExceeded
 	extras      atomic.Pointer[contextExtras] // made on first need: derived contexts, or Stop
+	deadline    time.Time                     // fixed at the call: WithDeadline's, or the wall clock then plus WithTimeout's
 	timeout     timeout
 }
 
-// Deadline returns the deadline of the context's timeout: the time of
-// WithTimeout's call plus its timeout, to 8ns.
-func (c *wheelContext) Deadline() (time.Time, bool) { return c.timeout.Deadline(), true }
+// Deadline returns the deadline fixed at the call: WithDeadline's, or the
+// timer's wall clock at WithTimeout's call plus its timeout, as the
+// context package's WithTimeout does.
+func (c *wheelContext) Deadline() (time.Time, bool) { return c.deadline, true }
 
-// deadlineContext is the context of WithDeadline, which reports the very
-// deadline it was given.
-type deadlineContext struct {
-	wheelContext
-	deadline time.Time
-}
-
-func (c *deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
-
-func (c *deadlineContext) String() string { return c.describe(c.deadline) }
-
-func (c *wheelContext) String() string { return c.describe(c.timeout.Deadline()) }
-
-// describe names the context as the context package names its own:
+// String names the context as the context package names its own:
 // <parent>.WithDeadline(<deadline> [<time left on the timer's clock>]).
-func (c *wheelContext) describe(deadline time.Time) string {
+func (c *wheelContext) String() string {
 	// The inner context's String is the parent's name + ".WithCancel".
 	parent := strings.TrimSuffix(c.inner.(interface{ String() string }).String(), ".WithCancel")
-	return parent + ".WithDeadline(" + deadline.String() + " [" +
-		deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
+	return parent + ".WithDeadline(" + c.deadline.String() + " [" +
+		c.deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
 }
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
@@ -331,7 +319,7 @@ func (c *wheelContext) outliveStop() {
 	if c.inner.Err() != nil {
 		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
-	left := c.timeout.Deadline().Sub(c.timeout.timer.clock.Now())
+	left := c.timeout.remaining()
 	if ac, ok := c.timeout.timer.clock.(afterFuncClock); ok { // a clock.Fake keeps it on its own time
 		x.moved = ac.AfterFunc(left, c.expire)
 		return

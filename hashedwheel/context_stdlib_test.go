@@ -51,13 +51,8 @@ func stdlibTimer(t *testing.T) *HashedWheelTimer { return contextTimer(t) }
 // the wheel context c registered with it: its children, as the package's
 // tests count a cancelCtx's.
 func registered(c context.Context) int {
-	var w *wheelContext
-	switch c := c.(type) {
-	case *wheelContext:
-		w = c
-	case *deadlineContext:
-		w = &c.wheelContext
-	default:
+	w, ok := c.(*wheelContext)
+	if !ok {
 		panic(fmt.Sprintf("not a wheel context: %T", c))
 	}
 	x := w.extras.Load()
@@ -1667,15 +1662,20 @@ func TestStdlibDifferenceDoneAtTheTickEndAfterTheDeadline(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, c.Err(), "at the end of that tick")
 }
 
-// TestStdlibDifferenceTimeoutDeadlineIsTheTimersTo8ns: WithTimeout's
-// Deadline is the timer's reading of now plus the timeout, kept to 8ns,
-// rounded up; the package's is time.Now().Add(d) to the nanosecond.
-func TestStdlibDifferenceTimeoutDeadlineIsTheTimersTo8ns(t *testing.T) {
+// TestTimeoutDeadlineIsTheWallClockAtTheCallPlusTheTimeout: WithTimeout's
+// Deadline is the wall clock at the call plus the timeout, to the
+// nanosecond, as the package's is; a later step of the wall clock does
+// not move it.
+func TestTimeoutDeadlineIsTheWallClockAtTheCallPlusTheTimeout(t *testing.T) {
 	h, fake := newFakeTimer(t)
-	c, cancel := h.WithTimeout(context.Background(), 5*time.Nanosecond)
+	c, cancel := h.WithTimeout(context.Background(), 5*time.Nanosecond+time.Second)
 	defer cancel()
+	want := fake.Now().Add(5*time.Nanosecond + time.Second)
 	d, _ := c.Deadline()
-	assert.Equal(t, fake.Now().Add(8*time.Nanosecond), d)
+	assert.Equal(t, want, d)
+	fake.StepWall(time.Hour)
+	d, _ = c.Deadline()
+	assert.Equal(t, want, d, "fixed at the call")
 }
 
 // TestStdlibDifferenceParentCancelKeepsTheTimeoutUntilItsDeadline: a wheel

@@ -112,7 +112,7 @@ func fuzzOptions(t *testing.T, tick time.Duration, wheel int, maxPending, elapse
 	require.NoError(t, err, "NewTimeout(%d) at %d", delay, elapsed)
 	fuzzSettle(t, fake, h)
 	deadline := modelDeadline(elapsed, delay)
-	want := h.startTime.Add(time.Duration(deadline))
+	want := startTime(h).Add(time.Duration(deadline))
 	require.True(t, to.Deadline().Equal(want), "NewTimeout(%d) at %d: Deadline() %v, want start+%d = %v",
 		delay, elapsed, to.Deadline(), deadline, want)
 	if maxPending == 1 {

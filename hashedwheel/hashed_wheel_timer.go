@@ -96,10 +96,6 @@ func (h *HashedWheelTimer) Start() error {
 		h.watcher = w
 		w.Watch(watched{h})
 	}
-	// The wall time first: startTime is then never after the instant of
-	// startNanos, so a Deadline it reports is never later than the one the
-	// worker enforces, and a task never runs before the Deadline it sees.
-	h.startTime = h.clock.Now()
 	h.startNanos = h.clock.Nanotime()
 	h.worker = newWorker(h)
 	countInstance(h.config.logger)

@@ -112,6 +112,11 @@ func mustSchedule(tb testing.TB, h *HashedWheelTimer, task TimerTask, delay time
 	return to
 }
 
+// startTime returns the wall time of the timer's start on its clock, as
+// the clock reads now: a timeout's Deadline is it plus the deadline, while
+// the wall clock does not step.
+func startTime(h *HashedWheelTimer) time.Time { return h.clock.Now().Add(-time.Duration(h.now())) }
+
 // isClosed reports whether c is closed, without waiting.
 func isClosed(c <-chan struct{}) bool {
 	select {

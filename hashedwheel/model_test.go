@@ -551,7 +551,7 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 				deadline: modelDeadline(now, delays[i])}
 			_, e.hooked = r.task.(*hookTask)
 			e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
-			if want := m.h.startTime.Add(time.Duration(e.deadline)); !r.to.Deadline().Equal(want) {
+			if want := startTime(m.h).Add(time.Duration(e.deadline)); !r.to.Deadline().Equal(want) {
 				return fmt.Errorf("timeout #%d: Deadline() is %v, want the start %+v = %v",
 					r.id, r.to.Deadline(), time.Duration(e.deadline), want)
 			}
@@ -782,7 +782,7 @@ func (m *modelHarness) reset(src modelSource) error {
 		e.deadline, e.delay, e.created = modelDeadline(now, delays[i]), delays[i], now
 		e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
 		e.nextDue = e.deadline
-		if want := m.h.startTime.Add(time.Duration(e.deadline)); !e.handle.Deadline().Equal(want) {
+		if want := startTime(m.h).Add(time.Duration(e.deadline)); !e.handle.Deadline().Equal(want) {
 			return fmt.Errorf("timeout #%d after Reset(%v): Deadline() is %v, want %v", e.id, delays[i], e.handle.Deadline(), want)
 		}
 	}

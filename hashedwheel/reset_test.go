@@ -19,7 +19,7 @@ func TestResetLaterNeverFiresAtTheOldDeadline(t *testing.T) {
 	to := mustSchedule(t, h, rec, 3*testTick)
 	advance(fake, testTick)
 	require.True(t, to.Reset(10*testTick))
-	assert.Equal(t, h.startTime.Add(11*testTick), to.Deadline(), "Deadline reports the new deadline")
+	assert.Equal(t, startTime(h).Add(11*testTick), to.Deadline(), "Deadline reports the new deadline")
 	advance(fake, 10*testTick-1)
 	assert.Empty(t, rec.runs(), "not before the new deadline, 11 ticks in")
 	advance(fake, 1)

@@ -8,8 +8,18 @@ import (
 func (t *timeout) Timer() Timer    { return t.timer }
 func (t *timeout) Task() TimerTask { return t.task }
 
+// Deadline reads the wall clock now and adds what remains until the
+// deadline on the monotonic clock, which the timer keeps: a step of the
+// wall clock since the timeout was made moves the time reported with it,
+// and the task never runs before the time reported.
 func (t *timeout) Deadline() time.Time {
-	return t.timer.startTime.Add(time.Duration(deadlineOf(t.word.Load())))
+	return t.timer.clock.Now().Add(t.remaining())
+}
+
+// remaining returns the time until the deadline, on the timer's monotonic
+// clock; negative once it has passed.
+func (t *timeout) remaining() time.Duration {
+	return time.Duration(deadlineOf(t.word.Load()) - t.timer.now())
 }
 
 func (t *timeout) IsExpired() bool   { return t.currentState() == stateExpired }

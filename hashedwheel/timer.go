@@ -47,8 +47,11 @@ type Timeout interface {
 	Timer() Timer
 	// Task returns the TimerTask scheduled by this Timeout.
 	Task() TimerTask
-	// Deadline returns the earliest time at which the task may run. The
-	// task never runs before it.
+	// Deadline returns the earliest time at which the task may run: the
+	// wall clock now plus what remains until the deadline, which the timer
+	// keeps on its monotonic clock, so that a step of the wall clock moves
+	// it as it moves the time. The task never runs before it. A periodic
+	// timeout's is its next run's once the run due is claimed.
 	Deadline() time.Time
 	// IsExpired reports whether the timer has claimed the timeout for
 	// running: its task has been handed to the executor or is about to be.

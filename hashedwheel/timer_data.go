@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/cpu"
 
@@ -39,7 +38,6 @@ type HashedWheelTimer struct {
 	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
 	clock      clock.Clock
 	startNanos int64     // clock reading at start
-	startTime  time.Time // the wall time at start, read just before startNanos, for Deadline
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
