@@ -594,11 +594,15 @@ func testChanStopResetResult(t *testing.T, testStop bool) {
 	close(start)
 	wg.Wait()
 	left := h.Stop() // waits for every run it started
+	assert.Empty(t, left, "channel timers live at Stop move to the clock's timers")
 	for _, tim := range kept {
 		assert.Empty(t, tim.C, "Stop or Reset returned true, and a value came")
 	}
 	if !testStop {
-		assert.Len(t, left, len(kept), "each timer Reset an hour away is still pending")
+		assert.Equal(t, uint64(len(kept)), h.Stats().ChanFallbacks, "each timer Reset an hour away was still pending at Stop")
+	}
+	for _, tim := range kept {
+		tim.Stop()
 	}
 	t.Logf("%d of %d races won by Stop or Reset", len(kept), goroutines*pairs)
 }
@@ -818,8 +822,9 @@ func TestStdlibChanTimerGC(t *testing.T) {
 
 // TestStdlibDifferenceUnstoppedChannelTimersAreHeld: an After, a
 // ChanTimer or a Ticker that nothing refers to any more stays on the wheel,
-// and in memory, until it fires (a Ticker: until Stop, or the timer's
-// Stop), where Go 1.23 collects an unreferenced channel timer at once.
+// and in memory, until it fires (a Ticker: until Stop), where Go 1.23
+// collects an unreferenced channel timer at once; the timer's Stop moves
+// them to the clock's own timers, which hold them as long.
 func TestStdlibDifferenceUnstoppedChannelTimersAreHeld(t *testing.T) {
 	for _, tc := range []struct {
 		what string
@@ -840,7 +845,13 @@ func TestStdlibDifferenceUnstoppedChannelTimersAreHeld(t *testing.T) {
 			assert.Equal(t, int64(N), h.PendingTimeouts(), "each is a pending timeout")
 			assert.GreaterOrEqual(t, liveObjects()-before, int64(N), "and is kept in memory")
 			h.Stop()
-			assert.Less(t, liveObjects()-before, int64(N), "the timer's Stop lets them go")
+			assert.GreaterOrEqual(t, liveObjects()-before, int64(N), "the clock's timers keep them after the timer's Stop")
+			fake.Advance(time.Hour)
+			if tc.what == "NewTicker" {
+				assert.GreaterOrEqual(t, liveObjects()-before, int64(N), "a Ticker, until its Stop")
+				return
+			}
+			assert.Less(t, liveObjects()-before, int64(N), "fired, they are let go")
 		})
 	}
 }
@@ -874,12 +885,12 @@ func TestStdlibDifferenceChannelHoldsOneValue(t *testing.T) {
 
 // TestStdlibDifferenceChannelTimersReportErrors: NewTicker and
 // Ticker.Reset return ErrInvalidPeriod for a period of zero or less,
-// where the time package's panic, and for one below the tick; a
-// ChanTimer's or Ticker's Reset returns an error once the timer is
-// stopped, leaving it stopped, where time's Reset always re-arms; and
-// After on a stopped timer returns a closed channel. Nothing panics: a ChanTimer or
-// Ticker made as a literal stops and reports on Reset that no timer
-// drives it.
+// where the time package's panic, and for one below the tick; NewTimer
+// and NewTicker return ErrStopped once the timer is stopped. Channel
+// timers made before keep working: the timer's Stop moves them to the
+// clock's own timers, and their Reset re-arms there; After on a stopped
+// timer sends at its time too. Nothing panics: a ChanTimer or Ticker
+// made as a literal stops and reports on Reset that no timer drives it.
 func TestStdlibDifferenceChannelTimersReportErrors(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	for _, period := range []time.Duration{math.MinInt64, -1, 0, 1, testTick - 1} {
@@ -901,23 +912,27 @@ func TestStdlibDifferenceChannelTimersReportErrors(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, tk.Reset(testTick))
 	h.Stop()
-	assert.False(t, tim.Stop(), "the timer's Stop stopped it")
+	assert.True(t, tim.Stop(), "armed at the timer's Stop, it still was")
 	active, err := tim.Reset(testTick)
 	assert.False(t, active)
-	assert.ErrorIs(t, err, ErrStopped)
-	assert.ErrorIs(t, tk.Reset(testTick), ErrStopped)
+	assert.NoError(t, err, "Reset after the timer's Stop")
+	fake.Advance(testTick)
+	assert.Len(t, tim.C, 1, "the ChanTimer, reset after the timer's Stop, fired")
+	assert.Len(t, tk.C, 1, "the Ticker, live at the timer's Stop, ticks on")
+	<-tk.C
+	assert.NoError(t, tk.Reset(2*testTick), "Ticker.Reset after the timer's Stop")
+	fake.Advance(2 * testTick)
+	assert.Len(t, tk.C, 1, "at its new period")
+	tk.Stop()
 	_, err = h.NewTimer(testTick)
 	assert.ErrorIs(t, err, ErrStopped)
 	_, err = h.NewTicker(testTick)
 	assert.ErrorIs(t, err, ErrStopped)
 	rejected := h.Stats().RejectedStopped
-	select {
-	case v, ok := <-h.After(time.Hour):
-		assert.False(t, ok, "After on a stopped timer: a closed channel")
-		assert.True(t, v.IsZero())
-	default:
-		t.Error("After on a stopped timer blocks")
-	}
+	after := h.After(testTick)
+	assert.Empty(t, after, "After on a stopped timer: not at once")
+	fake.Advance(testTick)
+	assert.Len(t, after, 1, "but at its time")
 	assert.Equal(t, rejected+1, h.Stats().RejectedStopped, "the refusal is counted")
 
 	require.NotPanics(t, func() {

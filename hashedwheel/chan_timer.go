@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -21,22 +22,39 @@ import (
 // if nothing refers to it any more, as time.AfterFunc's timer does: about
 // 250 bytes each, the B/op of BenchmarkNewTimerStop. Stop one that is no
 // longer needed, as before Go 1.23.
+//
+// A ChanTimer armed when the timer stops keeps its deadline on a timer of
+// the clock's own and still sends at it, as a context of WithDeadline
+// still ends at its deadline; its Stop and Reset keep working.
 type ChanTimer struct {
 	C <-chan time.Time
 	s chanSender
 }
 
 // chanSender sends the time on a channel of one slot for the runs of one
-// timeout at a time, cur: Stop and Reset change cur and empty the slot
-// under mu, and a run sends only while its timeout is cur, under mu too,
-// so that no run of an earlier arming, even one already started, sends
-// after Stop or Reset returns.
+// arming at a time: a timeout of the wheel, cur, or, when the wheel cannot
+// keep it (the timer is stopped, or at its limit), a timer of the clock's
+// own, off. Stop and Reset change the arming and empty the slot under mu,
+// and a run sends only while its arming is current, under mu too, so that
+// no run of an earlier arming, even one already started, sends after Stop
+// or Reset returns.
 type chanSender struct {
 	h    *HashedWheelTimer
 	c    chan time.Time
 	mu   sync.Mutex
-	cur  *timeout // the arming whose runs may send; nil once stopped
-	sent bool     // cur's run has put a time in the slot
+	cur  *timeout     // the wheel's arming whose runs may send; nil if none
+	off  *clockArming // the clock's arming that may send; nil if none
+	sent bool         // the current arming has put a time in the slot
+}
+
+// clockArming is an arming of a chanSender on a timer of the clock's own:
+// it sends at next, a reading of the timer's clock, and, for a ticker,
+// every period after.
+type clockArming struct {
+	s      *chanSender
+	next   int64
+	period int64
+	stop   func() bool
 }
 
 // Run sends the timer's time on the channel if run is the current
@@ -46,13 +64,33 @@ func (s *chanSender) Run(run Timeout) {
 	t, _ := run.(*timeout)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if t == nil || t != s.cur {
-		return // a run of an arming that Stop or Reset has replaced
+	if t != nil && t == s.cur {
+		s.send()
 	}
+}
+
+// send puts the time in the slot, if it is free. The caller holds mu.
+func (s *chanSender) send() {
 	select {
 	case s.c <- s.h.clock.Now():
 		s.sent = true
 	default:
+	}
+}
+
+// fire is a run of a clock arming: it sends if a is current, and arms the
+// next tick of a ticker.
+func (a *clockArming) fire() {
+	s := a.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.off != a {
+		return // stopped or reset meanwhile
+	}
+	s.send()
+	if a.period > 0 {
+		a.next += a.period * max((s.h.now()-a.next)/a.period+1, 1) // at its rate, skipping ticks missed
+		a.stop = s.h.afterFunc(time.Duration(a.next-s.h.now()), a.fire)
 	}
 }
 
@@ -67,6 +105,10 @@ func (s *chanSender) disarm() (active bool) {
 		active = cur.Cancel() || (!s.sent && !cur.IsCancelled())
 		s.cur = nil
 	}
+	if off := s.off; off != nil {
+		active = off.stop() || active
+		s.off = nil
+	}
 	select {
 	case <-s.c:
 		active = true
@@ -77,15 +119,43 @@ func (s *chanSender) disarm() (active bool) {
 }
 
 // arm makes the current arming a new timeout of the timer, due after
-// delay, repeating every period nanoseconds if period is positive. The
-// caller holds mu, which the timeout's runs wait for, and cur is nil.
-func (s *chanSender) arm(delay time.Duration, period int64) error {
+// delay, repeating every period nanoseconds if period is positive; if the
+// timer is stopped or at its limit and fallback is set, a timer of the
+// clock's own. The caller holds mu, which the timeout's runs wait for,
+// and the sender is disarmed.
+func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error {
 	t, err := s.h.schedule(s, delay, period)
-	if err != nil {
+	switch {
+	case err == nil:
+		s.cur = t
+	case fallback && (errors.Is(err, ErrStopped) || errors.Is(err, ErrTooManyPendingTimeouts)):
+		s.armClock(delay, period)
+	default:
 		return err
 	}
-	s.cur = t
 	return nil
+}
+
+// armClock arms the sender on a timer of the clock's own, due after
+// delay, repeating every period nanoseconds if period is positive. The
+// caller holds mu, and the sender is disarmed.
+func (s *chanSender) armClock(delay time.Duration, period int64) {
+	a := &clockArming{s: s, next: s.h.now() + int64(max(delay, 0)), period: period}
+	s.off = a
+	a.stop = s.h.afterFunc(max(delay, 0), a.fire)
+	s.h.counters.chanFallbacks.Add(1)
+}
+
+// outliveStop moves the sender's arming t, live at Stop, to a timer of the
+// clock's own, due when t was, so that the channel timer still sends.
+func (s *chanSender) outliveStop(t *timeout) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cur != t {
+		return // stopped or reset meanwhile
+	}
+	s.cur = nil
+	s.armClock(t.remaining(), t.period)
 }
 
 // errNotMade is the error of Reset on a ChanTimer or Ticker that its
@@ -104,7 +174,7 @@ func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 	t := &ChanTimer{C: c, s: chanSender{h: h, c: c}}
 	t.s.mu.Lock() // the run may come before arm has set cur
 	defer t.s.mu.Unlock()
-	if err := t.s.arm(delay, 0); err != nil {
+	if err := t.s.arm(delay, 0, false); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -116,26 +186,22 @@ func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 // in a loop whose other cases win, use NewTimer and Stop, or Reset one
 // ChanTimer.
 //
-// While the timer is stopped, or at its WithMaxPendingTimeouts limit,
-// After returns a closed channel: a receive completes at once with the
-// zero time and ok false, so a select's timeout case wins and nothing
-// waits forever, nor on another clock than the timer's. Stats counts the
-// refusal in RejectedStopped or RejectedFull; NewTimer returns it as an
-// error.
+// While the timer is stopped, or at its WithMaxPendingTimeouts limit, or
+// used in a testing/synctest bubble it was not started in, After cannot
+// put the channel on the wheel: a timer of the clock's own sends on it
+// instead, after delay (the runtime's, or a clock.Fake's), and Stats
+// counts it in ChanFallbacks. A refusal is never an expiry.
 func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
-	t, err := h.NewTimer(delay)
-	if err != nil {
-		return closedTimeChan
+	if t, err := h.NewTimer(delay); err == nil {
+		return t.C
 	}
-	return t.C
-}
-
-// closedTimeChan is After's channel when the timer refuses it.
-var closedTimeChan = func() chan time.Time {
-	c := make(chan time.Time)
-	close(c)
+	c := make(chan time.Time, 1)
+	s := &chanSender{h: h, c: c}
+	s.mu.Lock()
+	s.armClock(delay, 0)
+	s.mu.Unlock()
 	return c
-}()
+}
 
 // Stop prevents the ChanTimer from sending, like time.Timer.Stop: once it
 // returns, no receive from C gets a time, until a Reset. It returns true
@@ -155,10 +221,13 @@ func (t *ChanTimer) Stop() bool {
 // ChanTimer is armed anew. A Reset of a timer not yet fired allocates
 // nothing.
 //
-// If the timer refuses a new arming, because it was stopped
-// (ErrStopped) or holds WithMaxPendingTimeouts timeouts
-// (ErrTooManyPendingTimeouts), Reset returns the error and the ChanTimer
-// stays stopped.
+// While the timer is stopped, or at its WithMaxPendingTimeouts limit, the
+// new arming runs on a timer of the clock's own (the runtime's, or a
+// clock.Fake's), counted in Stats.ChanFallbacks: a ChanTimer, once made,
+// never needs a place its owner's Stop or Cancel did not free, and keeps
+// working after the timer's Stop. Reset fails only inside a
+// testing/synctest bubble the timer was not started in
+// (ErrSynctestBubble), and on a ChanTimer that NewTimer did not make.
 func (t *ChanTimer) Reset(delay time.Duration) (active bool, err error) {
 	s := &t.s
 	s.mu.Lock()
@@ -170,5 +239,5 @@ func (t *ChanTimer) Reset(delay time.Duration) (active bool, err error) {
 		return true, nil // not fired: moved, and its one run is still to come
 	}
 	active = s.disarm()
-	return active, s.arm(delay, 0)
+	return active, s.arm(delay, 0, true)
 }

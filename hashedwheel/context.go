@@ -31,7 +31,7 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if d <= 0 || d > farDelay {
 		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
 	}
-	if cur, ok := parent.Deadline(); ok && cur.Sub(h.wallNow()) < d {
+	if left, ok := h.timeLeft(parent); ok && left < d {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
 	if parent.Err() != nil {
@@ -117,6 +117,18 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	return dc, dc.cancel
 }
 
+// timeLeft returns the time until parent's deadline, if it has one: on the
+// timer's monotonic clock for a context of this timer's, whose wall
+// deadline a step of the wall clock since its call would skew; on the wall
+// clock otherwise.
+func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool) {
+	if c, ok := parent.(*wheelContext); ok && c.timeout.timer == h && deadlineOf(c.timeout.word.Load()) != 0 { // armed
+		return c.timeout.remaining(), true
+	}
+	cur, ok := parent.Deadline()
+	return cur.Sub(h.wallNow()), ok
+}
+
 // afterFuncClock is a clock that calls a function once it has moved a
 // delay ahead, on its own time: clock.Fake.
 type afterFuncClock interface {
@@ -185,7 +197,8 @@ func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay ti
 // CancelFunc.
 func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expired bool) context.CancelFunc {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
-	c.timeout.timer, c.timeout.task = h, c // never scheduled: its Cancel changes nothing
+	c.timeout.timer, c.timeout.task = h, c
+	c.timeout.word.Store(stateExpired) // never scheduled: its Cancel changes nothing
 	if expired {
 		c.expire()
 	}
@@ -312,19 +325,27 @@ func (c *wheelContext) end(cause error) *contextExtras {
 // outliveStop moves the deadline of a context still live at Stop to a
 // runtime timer, or to the function of a clock.Fake, which the CancelFunc
 // stops.
-func (c *wheelContext) outliveStop() {
+func (c *wheelContext) outliveStop(*timeout) {
 	x := c.loadExtras()
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if c.inner.Err() != nil {
 		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
-	left := c.timeout.remaining()
-	if ac, ok := c.timeout.timer.clock.(afterFuncClock); ok { // a clock.Fake keeps it on its own time
-		x.moved = ac.AfterFunc(left, c.expire)
-		return
+	x.moved = c.timeout.timer.afterFunc(c.timeout.remaining(), c.expire)
+	c.timeout.timer.counters.contextFallbacks.Add(1)
+}
+
+// afterFunc calls f once d has passed on the timer's clock, on a timer of
+// the clock's own: the runtime's, or a clock.Fake's, which keeps it on
+// fake time. It returns the function that stops the call. Contexts and
+// channel timers that the wheel cannot keep (the timer is stopped, or at
+// its limit) run on it.
+func (h *HashedWheelTimer) afterFunc(d time.Duration, f func()) (stop func() bool) {
+	if ac, ok := h.clock.(afterFuncClock); ok {
+		return ac.AfterFunc(d, f)
 	}
-	x.moved = time.AfterFunc(left, c.expire).Stop
+	return time.AfterFunc(d, f).Stop
 }
 
 // cancelCtxProbe answers its own address for the context package's key of

@@ -6,15 +6,11 @@ import (
 )
 
 // counters are the timer's statistics. The worker writes most of them;
-// producers write only the rejections.
+// producers write the rejections, Cancel and Reset their own counts.
 type counters struct {
-	// processed is expired + cancelled + returnedByStop, each added after
-	// its own counter and before the places under the pending limit are
-	// released, so that a reader can tell a consistent snapshot.
-	processed        atomic.Uint64
 	expired          atomic.Uint64
-	cancelled        atomic.Uint64
 	returnedByStop   atomic.Uint64
+	cancelled        stripedCounter // added to by every Cancel that succeeds, on any core
 	periodicRuns     atomic.Uint64
 	periodicSkipped  atomic.Uint64
 	scheduleErrors   atomic.Uint64
@@ -22,6 +18,7 @@ type counters struct {
 	rejectedStopped  atomic.Uint64
 	executorFailures atomic.Uint64
 	contextFallbacks atomic.Uint64
+	chanFallbacks    atomic.Uint64
 	taskPanics       atomic.Uint64
 	hookPanics       atomic.Uint64
 	goexits          atomic.Uint64
@@ -50,9 +47,9 @@ type stripedCounter struct {
 // cacheLine is the size of a cache line on the processors Go runs on most.
 const cacheLine = 64
 
-// add counts one.
-func (c *stripedCounter) add() {
-	c.stripes[stackStripe()].n.Add(1)
+// add counts n.
+func (c *stripedCounter) add(n uint64) {
+	c.stripes[stackStripe()].n.Add(n)
 }
 
 // stackStripe returns a stripe for the calling goroutine: a hash of where
@@ -72,20 +69,12 @@ func (c *stripedCounter) load() uint64 {
 	return n
 }
 
-// addProcessed adds n to one of the counters of processed timeouts.
-func (c *counters) addProcessed(counter *atomic.Uint64, n uint64) {
-	if n == 0 {
-		return
-	}
-	counter.Add(n)
-	c.processed.Add(n)
-}
-
-// countCancelled counts n processed cancellations and releases their
-// places under the pending limit, in that order, so that a snapshot never
-// finds more pending timeouts than the limit.
+// countCancelled counts n cancellations and releases their places under
+// the pending limit, in that order, so that a snapshot never finds more
+// pending timeouts than the limit. A Cancel that succeeds counts its own:
+// its place is free when it returns.
 func (h *HashedWheelTimer) countCancelled(n int) {
-	h.counters.addProcessed(&h.counters.cancelled, uint64(n))
+	h.counters.cancelled.add(uint64(n))
 	if h.maxPending > 0 {
 		h.admitted.Add(-int64(n))
 	}

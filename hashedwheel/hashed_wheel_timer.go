@@ -237,8 +237,8 @@ func (h *HashedWheelTimer) admit() bool {
 }
 
 // PendingTimeouts returns the number of timeouts that are scheduled and
-// have neither expired nor had their cancellation processed; a periodic
-// timeout counts as one until it is cancelled. It is never more than the
+// have neither expired, been cancelled nor been returned by Stop; a
+// periodic timeout counts as one until it is cancelled. It is never more than the
 // limit set by WithMaxPendingTimeouts, and 0 after Stop.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
 	return h.snapshot().pending

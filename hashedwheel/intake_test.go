@@ -22,8 +22,12 @@ func newTestShard() *shard { return &newShards(1)[0] }
 // intakeItem returns a queued timeout that carries its producer and
 // sequence number in its period field, which the intake never reads.
 func intakeItem(producer, seq int) *timeout {
-	return &timeout{period: int64(producer)<<32 | int64(seq)}
+	return &timeout{timer: &intakeTimer, period: int64(producer)<<32 | int64(seq)}
 }
+
+// intakeTimer is the timer of the intake items, never started: it counts
+// their cancellations.
+var intakeTimer HashedWheelTimer
 
 func itemOf(t *timeout) (producer, seq int) {
 	return int(t.period >> 32), int(t.period & math.MaxUint32)
@@ -163,11 +167,13 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 	assert.Equal(t, uint64(before+10), s.collected.Load())
 }
 
-// cancelQueued cancels t, which is queued.
+// cancelQueued cancels t, which is queued and on no timer, as Cancel
+// does.
 func cancelQueued(tb testing.TB, t *timeout) {
 	tb.Helper()
-	require.Equal(tb, stateQueued, t.currentState())
-	require.True(tb, t.Cancel())
+	w := t.word.Load()
+	require.Equal(tb, stateQueued, stateOf(w))
+	require.True(tb, t.word.CompareAndSwap(w, withState(w, stateCancelled)))
 }
 
 // TestIntakePushUnlinksCancelledTop: a push onto a timeout cancelled while

@@ -164,8 +164,10 @@ func TestNettyTooManyTimeoutsAddedBackToBack(t *testing.T) {
 	assert.Equal(t, int64(2), h.PendingTimeouts(), "a rejected NewTimeout changes nothing")
 }
 
-// testNewTimeoutShouldStopThrowingRejectedExecutionExceptionWhenExistingTimeoutIsCancelled
-func TestNettyAcceptsAgainOnceACancellationIsProcessed(t *testing.T) {
+// testNewTimeoutShouldStopThrowingRejectedExecutionExceptionWhenExistingTimeoutIsCancelled:
+// here the place is free once Cancel returns, where Netty frees it when the
+// worker processes the cancellation (docs/netty.md).
+func TestNettyAcceptsAgainOnceATimeoutIsCancelled(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTickDuration(100*time.Millisecond), WithTicksPerWheel(32), WithMaxPendingTimeouts(2))
 	mustSchedule(t, h, noopTask, 5*time.Second)
 	second := mustSchedule(t, h, noopTask, 5*time.Second)
@@ -173,11 +175,6 @@ func TestNettyAcceptsAgainOnceACancellationIsProcessed(t *testing.T) {
 	fake.Jump(100 * time.Millisecond) // both in buckets
 	fake.WaitAsleep()
 	require.True(t, second.Cancel())
-	_, err := h.NewTimeout(noopTask, 90*time.Millisecond)
-	require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "the cancellation is not processed yet")
-
-	fake.Jump(100 * time.Millisecond)
-	fake.WaitAsleep()
 	ran := false
 	mustSchedule(t, h, TaskFunc(func(Timeout) { ran = true }), 90*time.Millisecond)
 	fake.Jump(200 * time.Millisecond)

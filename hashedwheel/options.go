@@ -85,7 +85,7 @@ func WithTicksPerWheel(n int) Option {
 
 // WithMaxPendingTimeouts limits the number of pending timeouts: once it is
 // reached, NewTimeout fails with ErrTooManyPendingTimeouts until a pending
-// timeout expires or its cancellation has been processed. Zero or a
+// timeout expires or a Cancel of one returns true. Zero or a
 // negative value, the default, means no limit.
 func WithMaxPendingTimeouts(n int64) Option {
 	return func(c *config) error {

@@ -216,14 +216,16 @@ func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok b
 	return next, true
 }
 
-// callScheduler calls s.Next(at), turning a panic into an error.
+// callScheduler calls s.Next(at), turning a panic into an error. Both
+// times are wall times: it strips their monotonic readings, by which
+// Time.Sub would ignore a step of the wall clock.
 func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			err = panicError{r}
 		}
 	}()
-	return s.Next(at), nil
+	return s.Next(at.Round(0)).Round(0), nil
 }
 
 // scheduleFailed counts and logs a schedule that ends for a fault of its

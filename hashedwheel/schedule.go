@@ -44,7 +44,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	if err := h.startIfNeeded(); err != nil {
 		return nil, err
 	}
-	now := h.clock.Now()
+	now := h.clock.Now().Round(0) // a wall time, as Next's are
 	first, err := callScheduler(s, now)
 	switch {
 	case err != nil:

@@ -122,3 +122,24 @@ func TestScheduleFuncFollowsTheWallClockEveryFollowsTheMonotonic(t *testing.T) {
 	assert.Equal(t, 11, everyRuns, "one a minute of monotonic time")
 	assert.Len(t, *runs, 1, "the schedule waits for 02:31 on the wall clock")
 }
+
+// TestScheduleFuncComparesWallTimesOnly: on the runtime's clock, whose
+// readings carry a monotonic reading, the times a Scheduler is handed and
+// those it returns are compared as wall times: Next is handed a time
+// without a monotonic reading, even when it returns its argument plus a
+// delay, by which Time.Sub would ignore a step of the wall clock.
+func TestScheduleFuncComparesWallTimesOnly(t *testing.T) {
+	h := startTimer(t, WithExecutor(pool.Inline))
+	args := make(chan time.Time, 4)
+	ran := make(chan struct{}, 4)
+	_, err := h.ScheduleFunc(schedulerFunc(func(after time.Time) time.Time {
+		args <- after
+		return after.Add(5 * time.Millisecond)
+	}), func() { ran <- struct{}{} })
+	require.NoError(t, err)
+	<-ran // the run claimed with a second call of Next
+	for range 2 {
+		arg := <-args
+		assert.Equal(t, arg.Round(0), arg, "Next was handed a monotonic reading")
+	}
+}

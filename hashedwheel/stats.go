@@ -12,8 +12,8 @@ import (
 // ReturnedByStop, and Pending is never negative nor, with
 // WithMaxPendingTimeouts, more than the limit.
 type Stats struct {
-	// Pending is PendingTimeouts: scheduled, and neither expired nor with a
-	// processed cancellation. A periodic timeout counts once.
+	// Pending is PendingTimeouts: scheduled, and neither expired,
+	// cancelled nor returned by Stop. A periodic timeout counts once.
 	Pending int64
 	// Scheduled counts the timeouts the timer accepted: those of
 	// NewTimeout, AfterFunc, Every and ScheduleFunc, and one for each
@@ -23,8 +23,9 @@ type Stats struct {
 	Scheduled uint64
 	// Expired counts the timeouts claimed for running.
 	Expired uint64
-	// Cancelled counts the processed cancellations made with Cancel, and
-	// the timeouts of the contexts that Stop moved to runtime timers.
+	// Cancelled counts the Cancels that returned true, and the timeouts of
+	// the contexts and channel timers that Stop moved to the clock's own
+	// timers.
 	Cancelled uint64
 	// ReturnedByStop counts the timeouts Stop cancelled and returned.
 	ReturnedByStop uint64
@@ -59,9 +60,14 @@ type Stats struct {
 	// or panicked taking them; they then ran on a goroutine of their own.
 	ExecutorFailures uint64
 	// ContextFallbacks counts the contexts made by WithDeadline whose
-	// deadline a runtime timer keeps instead of the wheel: made while the
-	// timer was stopped or at its pending limit, or live at Stop.
+	// deadline a timer of the clock's own (the runtime's, or a
+	// clock.Fake's) keeps instead of the wheel: made while the timer was
+	// stopped or at its pending limit, or live at Stop.
 	ContextFallbacks uint64
+	// ChanFallbacks counts the same for channel timers: the armings of
+	// After, ChanTimer.Reset and Ticker.Reset made while the timer was
+	// stopped or at its pending limit, and those live at Stop.
+	ChanFallbacks uint64
 	// TaskPanics counts the tasks that panicked, and HookPanics the
 	// Cancelled hooks that did; Goexits counts the tasks and hooks that
 	// called runtime.Goexit. Each is logged, naming the task.
@@ -122,6 +128,7 @@ func (h *HashedWheelTimer) Stats() Stats {
 		RejectedStopped:  c.rejectedStopped.Load(),
 		ExecutorFailures: c.executorFailures.Load(),
 		ContextFallbacks: c.contextFallbacks.Load(),
+		ChanFallbacks:    c.chanFallbacks.Load(),
 		TaskPanics:       c.taskPanics.Load(),
 		HookPanics:       c.hookPanics.Load(),
 		Goexits:          c.goexits.Load(),
@@ -162,13 +169,15 @@ func (h *HashedWheelTimer) snapshot() pendingSnapshot {
 	if h.state.Load() == timerInit {
 		return s
 	}
+	processed := func() uint64 {
+		s.expired, s.cancelled, s.returned = c.expired.Load(), c.cancelled.load(), c.returnedByStop.Load()
+		return s.expired + s.cancelled + s.returned
+	}
 	for attempt := 1; ; attempt++ {
-		before := c.processed.Load()
-		s.expired, s.cancelled, s.returned = c.expired.Load(), c.cancelled.Load(), c.returnedByStop.Load()
+		before := processed()
 		s.accepted = h.accepted()
-		processed := s.expired + s.cancelled + s.returned
-		if c.processed.Load() == before && processed == before || attempt == snapshotAttempts {
-			s.pending = int64(s.accepted - processed)
+		if after := processed(); after == before || attempt == snapshotAttempts {
+			s.pending = int64(s.accepted - after)
 			break
 		}
 	}

@@ -28,13 +28,13 @@ type StatsField struct {
 // order of the fields.
 func StatsFields() []StatsField {
 	return []StatsField{
-		{"pending", "Timeouts scheduled that have neither expired nor had their cancellation processed; a periodic timeout counts once.", "{timeout}", false,
+		{"pending", "Timeouts scheduled that have neither expired, been cancelled nor been returned by Stop; a periodic timeout counts once.", "{timeout}", false,
 			func(s Stats) float64 { return float64(s.Pending) }},
 		{"scheduled", "Timeouts accepted: by NewTimeout, AfterFunc, Every, ScheduleFunc, and for the contexts a timeout of the wheel keeps.", "{timeout}", true,
 			func(s Stats) float64 { return float64(s.Scheduled) }},
 		{"expired", "Timeouts claimed for running.", "{timeout}", true,
 			func(s Stats) float64 { return float64(s.Expired) }},
-		{"cancelled", "Cancellations processed, and contexts whose deadline Stop moved to a runtime timer.", "{timeout}", true,
+		{"cancelled", "Cancels that succeeded, and contexts and channel timers whose deadline Stop moved to the clock's timers.", "{timeout}", true,
 			func(s Stats) float64 { return float64(s.Cancelled) }},
 		{"returned_by_stop", "Timeouts Stop cancelled and returned.", "{timeout}", true,
 			func(s Stats) float64 { return float64(s.ReturnedByStop) }},
@@ -56,6 +56,8 @@ func StatsFields() []StatsField {
 			func(s Stats) float64 { return float64(s.ExecutorFailures) }},
 		{"context_fallbacks", "Contexts whose deadline a runtime timer keeps instead of the wheel: made while stopped or full, or live at Stop.", "{context}", true,
 			func(s Stats) float64 { return float64(s.ContextFallbacks) }},
+		{"chan_fallbacks", "Channel timer armings the clock's own timers keep instead of the wheel: made while stopped or full, or live at Stop.", "{timer}", true,
+			func(s Stats) float64 { return float64(s.ChanFallbacks) }},
 		{"task_panics", "Tasks that panicked.", "{panic}", true,
 			func(s Stats) float64 { return float64(s.TaskPanics) }},
 		{"hook_panics", "Cancelled hooks that panicked.", "{panic}", true,
@@ -106,6 +108,7 @@ type statsJSON struct {
 	RejectedStopped   uint64  `json:"rejected_stopped"`
 	ExecutorFailures  uint64  `json:"executor_failures"`
 	ContextFallbacks  uint64  `json:"context_fallbacks"`
+	ChanFallbacks     uint64  `json:"chan_fallbacks"`
 	TaskPanics        uint64  `json:"task_panics"`
 	HookPanics        uint64  `json:"hook_panics"`
 	Goexits           uint64  `json:"goexits"`
@@ -123,7 +126,7 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	return json.Marshal(statsJSON{
 		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop,
 		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
-		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks,
+		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks, s.ChanFallbacks,
 		s.TaskPanics, s.HookPanics, s.Goexits, s.Ticks, s.MaxTickLag.Seconds(),
 		s.HandOffWaits, s.MaxHandOffWait.Seconds(),
 	})
@@ -143,7 +146,7 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 	*s = Stats{
 		j.Pending, j.Scheduled, j.Expired, j.Cancelled, j.ReturnedByStop,
 		j.Resets, j.ResetsDuringRun, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
-		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks,
+		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks, j.ChanFallbacks,
 		j.TaskPanics, j.HookPanics, j.Goexits, j.Ticks,
 		seconds(j.MaxTickLagSeconds), j.HandOffWaits, seconds(j.MaxHandOffWaitSec),
 	}

@@ -60,21 +60,20 @@ func TestStatsLifecycle(t *testing.T) {
 	statsWant(t, h.Stats(), Stats{Pending: 5, Scheduled: 5})
 	require.Equal(t, int64(5), h.PendingTimeouts())
 
-	// 1 is cancelled while still queued: the worker counts it when it drops
-	// it, on the next tick. Until then Pending keeps it, as PendingTimeouts
-	// does.
+	// 1 is cancelled while still queued: counted by its Cancel, it is no
+	// longer pending; the worker drops it on the next tick.
 	require.True(t, tos[1].Cancel(), "Cancel of a pending timeout")
 	require.False(t, tos[1].Cancel(), "second Cancel")
-	statsWant(t, h.Stats(), Stats{Pending: 5, Scheduled: 5})
+	statsWant(t, h.Stats(), Stats{Pending: 4, Scheduled: 5, Cancelled: 1})
 
 	advance(fake, 20*time.Millisecond) // ticks 0 and 1: 1 dropped, 0 fires
 	statsWant(t, h.Stats(), Stats{Pending: 3, Scheduled: 5, Expired: 1, Cancelled: 1})
 	require.Equal(t, []int{0}, ran)
 	statsBalance(t, h.Stats())
 
-	// 3 is in a bucket now: its cancellation is processed on the next tick.
+	// 3 is in a bucket now: counted at once, unlinked on the next tick.
 	require.True(t, tos[3].Cancel(), "Cancel of a timeout in the wheel")
-	statsWant(t, h.Stats(), Stats{Pending: 3, Scheduled: 5, Expired: 1, Cancelled: 1})
+	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 5, Expired: 1, Cancelled: 2})
 	advance(fake, 20*time.Millisecond) // ticks 2 and 3: 3 unlinked, 2 fires
 	statsWant(t, h.Stats(), Stats{Pending: 1, Scheduled: 5, Expired: 2, Cancelled: 2})
 	statsBalance(t, h.Stats())
@@ -118,18 +117,20 @@ func TestStatsRejectedFull(t *testing.T) {
 	fake.WaitAsleep()
 	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 2, RejectedFull: 2})
 
-	// A cancelled timeout keeps its place until the worker processes it.
-	a.Cancel()
+	// A cancelled timeout frees its place when Cancel returns.
+	require.True(t, a.Cancel())
+	b := mustSchedule(t, h, noopTask, time.Hour)
 	_, err := h.NewTimeout(noopTask, time.Hour)
-	require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "before the cancellation is processed")
-	advance(fake, 20*time.Millisecond) // processes the cancel; the second expires
-	statsWant(t, h.Stats(), Stats{Scheduled: 2, Expired: 1, Cancelled: 1, RejectedFull: 3})
+	require.ErrorIs(t, err, ErrTooManyPendingTimeouts, "the freed place is taken")
+	advance(fake, 20*time.Millisecond) // the second expires
+	statsWant(t, h.Stats(), Stats{Pending: 1, Scheduled: 3, Expired: 1, Cancelled: 1, RejectedFull: 3})
+	require.True(t, b.Cancel())
 	for range 2 {
 		_, err := h.NewTimeout(noopTask, time.Hour)
 		require.NoError(t, err, "after both left the pending set")
 	}
 	fake.WaitAsleep()
-	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 4, Expired: 1, Cancelled: 1, RejectedFull: 3})
+	statsWant(t, h.Stats(), Stats{Pending: 2, Scheduled: 5, Expired: 1, Cancelled: 2, RejectedFull: 3})
 	statsBalance(t, h.Stats())
 }
 

@@ -1,6 +1,9 @@
 package hashedwheel
 
-import "time"
+import (
+	"errors"
+	"time"
+)
 
 // Ticker is time.Ticker on the wheel: it sends the time on C every
 // period, at fixed rate from its start or last Reset, each tick at the
@@ -12,10 +15,14 @@ import "time"
 // Stop or Reset has returned, no receive from C gets a tick from before
 // the call.
 //
-// A Ticker holds one pending timeout of the timer until Stop, or the
-// timer's Stop, even if nothing refers to it any more, where Go 1.23
-// collects an unreferenced time.Ticker: about 250 bytes, and a run on
-// every period. Stop every Ticker, as before Go 1.23.
+// A Ticker holds one pending timeout of the timer until Stop, even if
+// nothing refers to it any more, where Go 1.23 collects an unreferenced
+// time.Ticker: about 250 bytes, and a run on every period. Stop every
+// Ticker, as before Go 1.23.
+//
+// A Ticker running when the timer stops goes on ticking, at its rate, on
+// a timer of the clock's own, as a time.Ticker does, until its Stop; its
+// Reset keeps working.
 type Ticker struct {
 	C <-chan time.Time
 	s chanSender
@@ -32,7 +39,7 @@ func (h *HashedWheelTimer) NewTicker(period time.Duration) (*Ticker, error) {
 	t := &Ticker{C: c, s: chanSender{h: h, c: c}}
 	t.s.mu.Lock() // the run may come before arm has set cur
 	defer t.s.mu.Unlock()
-	if err := t.s.armTicker("NewTicker", period); err != nil {
+	if err := t.s.armTicker("NewTicker", period, false); err != nil {
 		return nil, err
 	}
 	return t, nil
@@ -51,9 +58,11 @@ func (t *Ticker) Stop() {
 // period after the call, like time.Ticker.Reset: once it returns, no
 // receive from C gets a tick from before the call. It fails, leaving the
 // Ticker stopped, with ErrInvalidPeriod as NewTicker does, where
-// time.Ticker.Reset panics, and with ErrStopped or
-// ErrTooManyPendingTimeouts when the timer refuses the new arming. Each
-// Reset makes a new timeout.
+// time.Ticker.Reset panics, and with ErrSynctestBubble inside a
+// testing/synctest bubble the timer was not started in. While the timer
+// is stopped or at its limit, the Ticker ticks on a timer of the clock's
+// own, as ChanTimer.Reset arms. Each Reset makes a new timeout, in the
+// place its own Stop freed.
 func (t *Ticker) Reset(period time.Duration) error {
 	s := &t.s
 	s.mu.Lock()
@@ -62,14 +71,15 @@ func (t *Ticker) Reset(period time.Duration) error {
 		return errNotMade("Ticker")
 	}
 	s.disarm()
-	return s.armTicker("Reset", period)
+	return s.armTicker("Reset", period, true)
 }
 
 // armTicker checks period as Every does, naming the call, and arms s with
-// it. The caller holds mu, and cur is nil.
-func (s *chanSender) armTicker(call string, period time.Duration) error {
-	if err := s.h.startForPeriod(call, period); err != nil {
+// it, on the clock's own timer too if fallback is set and the timer is
+// stopped or at its limit. The caller holds mu, and s is disarmed.
+func (s *chanSender) armTicker(call string, period time.Duration, fallback bool) error {
+	if err := s.h.startForPeriod(call, period); err != nil && !(fallback && errors.Is(err, ErrStopped)) {
 		return err
 	}
-	return s.arm(period, int64(period))
+	return s.arm(period, int64(period), fallback)
 }

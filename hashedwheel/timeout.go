@@ -25,20 +25,23 @@ func (t *timeout) remaining() time.Duration {
 func (t *timeout) IsExpired() bool   { return t.currentState() == stateExpired }
 func (t *timeout) IsCancelled() bool { return t.currentState() == stateCancelled }
 
-// Cancel cancels the timeout if it has neither expired nor been cancelled.
-// A timeout the worker has not taken in needs nothing more: the worker, or
-// the next push onto its stack, drops it. One in a bucket is reported to
-// the worker, which unlinks it.
+// Cancel cancels the timeout if it has neither expired nor been cancelled,
+// counts it and frees its place under the pending limit. A timeout the
+// worker has not taken in needs nothing more: the worker, or the next push
+// onto its stack, drops it. One in a bucket is reported to the worker,
+// which unlinks it and calls its Cancelled hook.
 func (t *timeout) Cancel() bool {
 	for {
 		w := t.word.Load()
 		switch stateOf(w) {
 		case stateQueued:
 			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
+				t.timer.countCancelled(1)
 				return true
 			}
 		case stateScheduled:
 			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
+				t.timer.countCancelled(1)
 				t.timer.reportCancelled(t)
 				return true
 			}
@@ -74,7 +77,7 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		if w&runningBit != 0 { // that run completes, maybe begun after we return
 			h.counters.resetsDuringRun.Add(1)
 		}
-		h.counters.resets.add()
+		h.counters.resets.add(1)
 		// A queued timeout is filed by the deadline the worker reads when
 		// it takes it in; a scheduled one is filed by an older deadline,
 		// never later than the one it replaced.
@@ -107,12 +110,6 @@ func (t *timeout) String() string {
 	case stateExpired:
 		state = ", expired"
 	}
-	// A function prints as its address: name it instead.
-	var task any = t.task
-	switch t.task.(type) {
-	case funcTask, TaskFunc, *scheduledTask:
-		task = taskName(t.task)
-	}
-	return fmt.Sprintf("HashedWheelTimeout(deadline: %s%s, task: %v)",
-		t.Deadline().Format(time.RFC3339Nano), state, task)
+	return fmt.Sprintf("HashedWheelTimeout(deadline: %s%s, task: %s)",
+		t.Deadline().Format(time.RFC3339Nano), state, taskName(t.task))
 }

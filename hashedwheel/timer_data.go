@@ -37,7 +37,7 @@ type HashedWheelTimer struct {
 	state      atomic.Int32
 	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
 	clock      clock.Clock
-	startNanos int64     // clock reading at start
+	startNanos int64 // clock reading at start
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32

@@ -221,9 +221,8 @@ func TestCancelledTimeoutIsUnlinkedWithinOneTick(t *testing.T) {
 	advance(fake, testTick)
 	require.Equal(t, 1, h.worker.wheel.size)
 	to.Cancel()
-	assert.Equal(t, int64(1), h.PendingTimeouts(), "counted until processed")
+	assert.Zero(t, h.PendingTimeouts(), "not pending once Cancel returned")
 	advance(fake, testTick)
-	assert.Zero(t, h.PendingTimeouts())
 	// The worker is idle now, so reading its wheel does not race.
 	assert.Zero(t, h.worker.wheel.size, "unlinked")
 }

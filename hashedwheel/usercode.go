@@ -33,7 +33,7 @@ func (h *HashedWheelTimer) userCodePanicked(what userCode, t *timeout, r any) {
 		h.counters.taskPanics.Add(1)
 	}
 	h.config.logger.Error("hashedwheel: "+what.String()+" panicked",
-		"task", taskName(t.task), "timeout", t, "panic", r, "stack", string(debug.Stack()))
+		"task", taskName(t.task), "panic", r, "stack", string(debug.Stack()))
 }
 
 // userCodeExited counts and logs a call of runtime.Goexit by t's task or
@@ -41,13 +41,14 @@ func (h *HashedWheelTimer) userCodePanicked(what userCode, t *timeout, r any) {
 func (h *HashedWheelTimer) userCodeExited(what userCode, t *timeout) {
 	h.counters.goexits.Add(1)
 	h.config.logger.Error("hashedwheel: "+what.String()+" called runtime.Goexit; its goroutine ended, the timer carries on",
-		"task", taskName(t.task), "timeout", t, "stack", string(debug.Stack()))
+		"task", taskName(t.task), "stack", string(debug.Stack()))
 }
 
 // taskName names a task for a log line: the function's name, as
 // runtime.FuncForPC gives it, for the functions of AfterFunc, Every,
 // ScheduleFunc and TaskFunc ("main.handle.func1" for a closure), and the
-// type (%T) of any other TimerTask.
+// type (%T) of any other TimerTask: never its fields, which its owner may
+// be writing, and which may hold secrets.
 func taskName(task TimerTask) string {
 	switch f := task.(type) {
 	case funcTask:

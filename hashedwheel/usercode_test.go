@@ -155,3 +155,57 @@ func TestTaskNameNamesFunctionsAndTypes(t *testing.T) {
 	require.NoError(t, err)
 	require.Contains(t, to.(*timeout).String(), "task: "+pkg+"panickingFunc)")
 }
+
+// secretTask holds a secret and a map its owner writes under its own
+// lock, then panics or calls runtime.Goexit as it runs.
+type secretTask struct {
+	token  string
+	mu     sync.Mutex
+	labels map[int]int
+	exit   bool
+}
+
+func (s *secretTask) Run(Timeout) {
+	if s.exit {
+		runtime.Goexit()
+	}
+	panic("task exploded")
+}
+
+// TestALogLineNamesTheTaskByItsTypeOnly: a task that panics, or calls
+// runtime.Goexit, while its owner writes its map under its own lock, is
+// logged by its type alone: no field of it, the secret included, is read
+// or written to the log. A line that formatted the task with %v read the
+// map as its owner wrote it, and printed the secret.
+func TestALogLineNamesTheTaskByItsTypeOnly(t *testing.T) {
+	for _, exit := range []bool{false, true} {
+		t.Run(fmt.Sprintf("Goexit=%v", exit), func(t *testing.T) {
+			logs, logger := newLogBuffer()
+			h := startTimer(t, WithLogger(logger))
+			task := &secretTask{token: "hunter2", labels: map[int]int{}, exit: exit}
+			stop := make(chan struct{})
+			writing := make(chan struct{})
+			go func() {
+				defer close(writing)
+				for i := 0; ; i++ {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					task.mu.Lock()
+					task.labels[i%64] = i
+					task.mu.Unlock()
+				}
+			}()
+			mustSchedule(t, h, task, 0)
+			require.Eventually(t, func() bool { return h.Stats().TaskPanics+h.Stats().Goexits == 1 },
+				10*time.Second, time.Millisecond)
+			close(stop)
+			<-writing
+			h.Stop()
+			require.Contains(t, logs.String(), "*hashedwheel.secretTask")
+			require.NotContains(t, logs.String(), "hunter2", "a field of the task in the log")
+		})
+	}
+}

@@ -17,7 +17,7 @@ const wheelTick = int64(time.Millisecond)
 
 // newTestTimeout returns a queued timeout, for the wheel to take in.
 func newTestTimeout(deadline int64) *timeout {
-	t := &timeout{}
+	t := &timeout{timer: &intakeTimer}
 	t.word.Store(withDeadline(stateQueued, deadline))
 	return t
 }

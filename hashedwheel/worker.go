@@ -37,7 +37,6 @@ type worker struct {
 	maxLag        int64
 	plannedWake   int64      // when the next pass is due: the end of the tick it waits for
 	grewAt        int64      // when a dispatch last needed a storm-sized list
-	uncounted     int        // completed cancellations not yet counted
 	hooked        []*timeout // completed cancellations whose hook is yet to run
 	hookNext      int        // hooked[:hookNext] have run or are running
 	claimFrom     int64      // the start of the first tick not ended at the pass's now, for claimSchedules
@@ -211,7 +210,6 @@ func (w *worker) processCancelledTasks() (found bool) {
 			w.wheel.remove(t)
 			w.cancellationDone(t)
 		}
-		w.countCancellations()
 		for !w.stopped {
 			t, ok := s.moved.Pop()
 			if !ok {
@@ -228,15 +226,14 @@ func (w *worker) processCancelledTasks() (found bool) {
 	return found
 }
 
-// cancellationDone records that the timeout t, cancelled, has left the
-// wheel or the intake for good. countCancellations publishes the count;
-// runCancelledHooks calls its Cancelled hook, if it has one, once the
-// pass has placed or dropped the timeouts in hand and handed the due tasks
-// over: a hook may call Stop, which must find every timeout on an intake
-// stack, staged, reported or in the wheel, and a slow hook must not delay
-// the tasks due in the same tick.
+// cancellationDone records that the timeout t, cancelled (and counted by
+// its Cancel), has left the wheel or the intake for good: runCancelledHooks
+// calls its Cancelled hook, if it has one, once the pass has placed or
+// dropped the timeouts in hand and handed the due tasks over: a hook may
+// call Stop, which must find every timeout on an intake stack, staged,
+// reported or in the wheel, and a slow hook must not delay the tasks due
+// in the same tick.
 func (w *worker) cancellationDone(t *timeout) {
-	w.uncounted++
 	if cancelledHookOf(t.task) != nil {
 		w.hooked = append(w.hooked, t)
 	}
@@ -247,16 +244,6 @@ func (w *worker) cancellationDone(t *timeout) {
 func (w *worker) dropCancelledQueued(t *timeout) {
 	t.forgetBelow()
 	w.cancellationDone(t)
-}
-
-// countCancellations counts the cancellations completed since the last
-// call and releases their places under the pending limit: before any of
-// their hooks runs, so that a hook may schedule again at the limit.
-func (w *worker) countCancellations() {
-	if w.uncounted > 0 {
-		w.timer.countCancelled(w.uncounted)
-		w.uncounted = 0
-	}
 }
 
 // maxTransfersPerTick bounds the new timeouts moved into the wheel per
@@ -323,7 +310,6 @@ func (w *worker) transferStaged() (found bool) {
 			}
 			buf[j] = nil
 		}
-		w.countCancellations()
 	}
 	return found
 }
@@ -340,7 +326,6 @@ func (w *worker) collectIntake() (found bool) {
 		if batch.head != nil || batch.unlinked != 0 {
 			found = true
 		}
-		w.uncounted += batch.unlinked
 		for t := batch.pop(); t != nil; t = batch.pop() {
 			switch {
 			case t.currentState() == stateCancelled:
@@ -355,7 +340,6 @@ func (w *worker) collectIntake() (found bool) {
 				w.staged.push(t)
 			}
 		}
-		w.countCancellations()
 	}
 	return found
 }
@@ -410,7 +394,7 @@ func (w *worker) claimSchedules() (claimed bool) {
 		t := wh.schedules[0]
 		// Both clocks read together: the wall clock may have stepped since
 		// the walk, and since the timer started.
-		now, wallNow := h.now(), h.clock.Now()
+		now, wallNow := h.now(), h.clock.Now().Round(0)
 		if w.claimSchedule(t, now, wallNow) {
 			claimed = true
 		}
@@ -482,7 +466,7 @@ func (w *worker) countExpired(n int) {
 	if n > 0 {
 		// Count them out before they run, so that a task can schedule
 		// again at the pending limit (Netty a0e375bbc0).
-		h.counters.addProcessed(&h.counters.expired, uint64(n))
+		h.counters.expired.Add(uint64(n))
 		if h.maxPending > 0 {
 			h.admitted.Add(-int64(n))
 		}
@@ -567,7 +551,6 @@ func (w *worker) sortByDeadline(due []*timeout) {
 // runCancelledHooks calls the Cancelled hooks of the cancellations counted
 // so far.
 func (w *worker) runCancelledHooks() {
-	w.countCancellations()
 	// A queue read through w at each step, never a copy of the slice: a
 	// hook may call Stop, whose shutdown appends to the list (reallocating
 	// it) and runs the rest itself, or runtime.Goexit, after which the
@@ -622,11 +605,12 @@ func (w *worker) wheelBroken(step string, err error) {
 	}
 }
 
-// stopOutliver is a task whose timeout Stop does not return: a wheel
-// context, whose deadline moves to a runtime timer, so that it still ends
-// at its deadline.
+// stopOutliver is a task whose timeout Stop does not return, but moves to
+// a timer of the clock's own (HashedWheelTimer.afterFunc): a wheel
+// context's, which still ends at its deadline, and a channel timer's,
+// which still sends. It counts its own fallback.
 type stopOutliver interface {
-	outliveStop()
+	outliveStop(t *timeout)
 }
 
 // shutdown ends the timer's work: it closes the intake stacks and the
@@ -642,15 +626,15 @@ func (w *worker) shutdown() {
 	}
 	w.stopped = true
 	result := make([]Timeout, 0, w.wheel.size)
-	movedContexts := 0
+	moved := 0
 	stop := func(t *timeout) bool {
 		if !t.cancelForStop() {
 			return false
 		}
 		if o, ok := t.task.(stopOutliver); ok {
 			// A live context is not the caller's to have.
-			o.outliveStop()
-			movedContexts++
+			o.outliveStop(t)
+			moved++
 			return true
 		}
 		result = append(result, t)
@@ -665,7 +649,6 @@ func (w *worker) shutdown() {
 	w.staged.drain(stopQueued)
 	for i := range h.shards {
 		batch := h.shards[i].close()
-		h.countCancelled(batch.unlinked)
 		for t := batch.pop(); t != nil; t = batch.pop() {
 			stopQueued(t)
 		}
@@ -691,9 +674,8 @@ func (w *worker) shutdown() {
 		s.moved.Close()
 		drain(s.moved, func(*timeout) {})
 	}
-	h.counters.addProcessed(&h.counters.returnedByStop, uint64(len(result)))
-	h.counters.contextFallbacks.Add(uint64(movedContexts))
-	h.countCancelled(movedContexts)
+	h.counters.returnedByStop.Add(uint64(len(result)))
+	h.countCancelled(moved)
 	if h.maxPending > 0 {
 		h.admitted.Add(-int64(len(result)))
 	}

@@ -36,5 +36,5 @@ func ExamplePublish() {
 	}
 	fmt.Println(expvar.Get("orders"))
 	// Output:
-	// {"pending":2,"scheduled":2,"expired":0,"cancelled":0,"returned_by_stop":0,"resets":0,"resets_during_run":0,"periodic_runs":0,"periodic_skipped":0,"schedule_errors":0,"rejected_full":0,"rejected_stopped":0,"executor_failures":0,"context_fallbacks":0,"task_panics":0,"hook_panics":0,"goexits":0,"ticks":0,"max_tick_lag_seconds":0,"hand_off_waits":0,"max_hand_off_wait_seconds":0}
+	// {"pending":2,"scheduled":2,"expired":0,"cancelled":0,"returned_by_stop":0,"resets":0,"resets_during_run":0,"periodic_runs":0,"periodic_skipped":0,"schedule_errors":0,"rejected_full":0,"rejected_stopped":0,"executor_failures":0,"context_fallbacks":0,"chan_fallbacks":0,"task_panics":0,"hook_panics":0,"goexits":0,"ticks":0,"max_tick_lag_seconds":0,"hand_off_waits":0,"max_hand_off_wait_seconds":0}
 }
