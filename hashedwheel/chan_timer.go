@@ -192,15 +192,11 @@ func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 // instead, after delay (the runtime's, or a clock.Fake's), and Stats
 // counts it in ChanFallbacks. A refusal is never an expiry.
 func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
-	if t, err := h.NewTimer(delay); err == nil {
+	t, err := h.NewTimer(delay)
+	if err == nil {
 		return t.C
 	}
-	c := make(chan time.Time, 1)
-	s := &chanSender{h: h, c: c}
-	s.mu.Lock()
-	s.armClock(delay, 0)
-	s.mu.Unlock()
-	return c
+	return h.afterFallback(delay, err)
 }
 
 // Stop prevents the ChanTimer from sending, like time.Timer.Stop: once it

@@ -38,8 +38,8 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause) // done at once, no timeout
 	}
 	c := &wheelContext{cause: cause, deadline: h.wallNow().Add(d)}
-	if !h.arm(c, parent, d) {
-		if ac, ok := h.clock.(afterFuncClock); ok {
+	if err := h.arm(c, parent, d); err != nil {
+		if ac, ok := h.clock.(afterFuncClock); ok && !errors.Is(err, ErrSynctestBubble) {
 			return h.clockFallback(ac, parent, c.deadline, d, cause)
 		}
 		return context.WithTimeoutCause(parent, d, cause)
@@ -108,8 +108,8 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	if delay <= 0 || parent.Err() != nil {
 		return dc, h.unarmed(dc, parent, delay <= 0)
 	}
-	if !h.arm(dc, parent, delay) {
-		if ac, ok := h.clock.(afterFuncClock); ok {
+	if err := h.arm(dc, parent, delay); err != nil {
+		if ac, ok := h.clock.(afterFuncClock); ok && !errors.Is(err, ErrSynctestBubble) {
 			return h.clockFallback(ac, parent, deadline, delay, cause)
 		}
 		return context.WithDeadlineCause(parent, deadline, cause)
@@ -127,12 +127,6 @@ func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool
 	}
 	cur, ok := parent.Deadline()
 	return cur.Sub(h.wallNow()), ok
-}
-
-// afterFuncClock is a clock that calls a function once it has moved a
-// delay ahead, on its own time: clock.Fake.
-type afterFuncClock interface {
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
 // clockFallback returns, for a timer on c that cannot keep a context's
@@ -179,17 +173,19 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 }
 
 // arm joins c to parent and schedules its timeout, due after delay. It
-// reports false, leaving nothing behind and counting a fallback, if the
-// timer refused the timeout.
-func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) bool {
+// returns the timer's error, leaving nothing behind and counting a
+// fallback, if the timer refused the timeout. In a testing/synctest bubble
+// the timer may not be used in, the fallback is the context package's
+// context, on the bubble's clock.
+func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) error {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
 	if err := h.scheduleTimeout(&c.timeout, delay, 0); err != nil {
 		c.cancelInner(nil)
 		h.counters.contextFallbacks.Add(1)
-		return false
+		return err
 	}
-	return true
+	return nil
 }
 
 // unarmed joins c to parent without a timeout, for a context done at once:
@@ -334,18 +330,6 @@ func (c *wheelContext) outliveStop(*timeout) {
 	}
 	x.moved = c.timeout.timer.afterFunc(c.timeout.remaining(), c.expire)
 	c.timeout.timer.counters.contextFallbacks.Add(1)
-}
-
-// afterFunc calls f once d has passed on the timer's clock, on a timer of
-// the clock's own: the runtime's, or a clock.Fake's, which keeps it on
-// fake time. It returns the function that stops the call. Contexts and
-// channel timers that the wheel cannot keep (the timer is stopped, or at
-// its limit) run on it.
-func (h *HashedWheelTimer) afterFunc(d time.Duration, f func()) (stop func() bool) {
-	if ac, ok := h.clock.(afterFuncClock); ok {
-		return ac.AfterFunc(d, f)
-	}
-	return time.AfterFunc(d, f).Stop
 }
 
 // cancelCtxProbe answers its own address for the context package's key of

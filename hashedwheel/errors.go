@@ -7,26 +7,31 @@ import (
 
 var (
 	// ErrStopped is returned by Start, NewTimeout, AfterFunc, Every,
-	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped, and
-	// by no other method (After returns a closed channel instead). A
-	// call that fails with it scheduled nothing: its task never runs. The
-	// timer is stopped from the first call of Stop or StopContext on; a
-	// stopped timer's WithTimeout and WithDeadline return the context
-	// package's contexts instead (Stats.ContextFallbacks), and
+	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped. The
+	// Reset of a ChanTimer or Ticker that no timer made (a literal) wraps
+	// it too. A call that fails with it scheduled nothing: its task never
+	// runs. The timer is stopped from the first call of Stop or
+	// StopContext on; a stopped timer's After, WithTimeout and WithDeadline,
+	// and the Reset of its channel timers, run on the clock's own timers
+	// instead (Stats.ChanFallbacks, Stats.ContextFallbacks), and
 	// keyed.Timers.Set wraps this error.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
-	// ErrTooManyPendingTimeouts is returned by NewTimeout when the timer
-	// already holds the number of pending timeouts set by
-	// WithMaxPendingTimeouts (Netty's RejectedExecutionException).
+	// ErrTooManyPendingTimeouts is returned by NewTimeout, AfterFunc,
+	// Every, ScheduleFunc, NewTimer and NewTicker when the timer already
+	// holds the number of pending timeouts set by WithMaxPendingTimeouts
+	// (Netty's RejectedExecutionException). After, WithTimeout and
+	// WithDeadline fall back to the clock's own timers instead, and the
+	// Reset of a channel timer takes the place its Stop freed.
 	ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
-	// ErrNilTask is returned by NewTimeout for a nil task and by AfterFunc
-	// for a nil function.
+	// ErrNilTask is returned by NewTimeout for a nil task, and by
+	// AfterFunc, Every and ScheduleFunc for a nil function.
 	ErrNilTask = errors.New("hashedwheel: nil task")
 
-	// ErrInvalidPeriod is returned by Every for a period of zero or less,
-	// or shorter than the timer's tick; the message names both.
+	// ErrInvalidPeriod is returned by Every, NewTicker and Ticker.Reset for
+	// a period of zero or less, or shorter than the timer's tick; the
+	// message names both.
 	ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 	// ErrInvalidSchedule is returned by ScheduleFunc for a nil Scheduler,
@@ -34,12 +39,12 @@ var (
 	ErrInvalidSchedule = errors.New("hashedwheel: invalid schedule")
 
 	// ErrSynctestBubble is wrapped by the error of Start, NewTimeout,
-	// AfterFunc, Every and ScheduleFunc on a timer used inside a
-	// testing/synctest bubble it was not made in: its goroutines would run
-	// on the runtime's time, or outlive the bubble. Make the timer with New
-	// inside the bubble and Stop it there, or run it on a clock.Fake
-	// (WithClock). A wheel context falls back to the context package's,
-	// which runs on the bubble's time.
+	// AfterFunc, Every, ScheduleFunc, NewTimer, NewTicker, ChanTimer.Reset
+	// and Ticker.Reset on a timer used inside a testing/synctest bubble it
+	// was not made in, whatever its clock: its goroutines, outside the
+	// bubble, would run the bubble's tasks, or outlive it. Make the timer
+	// with New inside the bubble and Stop it there. After, WithTimeout and
+	// WithDeadline fall back to the bubble's own timers.
 	ErrSynctestBubble = errors.New("hashedwheel: timer used in a testing/synctest bubble it was not made in")
 
 	// ErrInvalidOption is wrapped by the error New returns for an option

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/internal/antspool"
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
@@ -67,6 +68,9 @@ func (h *HashedWheelTimer) initZero() {
 // ErrStopped once Stop has been called.
 func (h *HashedWheelTimer) Start() error {
 	if h.state.Load() == timerStarted {
+		if h.now() < 0 || h.inABubbleNotItsOwn() {
+			return h.bubbleError("Start")
+		}
 		return nil
 	}
 	h.startMu.Lock()
@@ -78,12 +82,9 @@ func (h *HashedWheelTimer) Start() error {
 		return ErrStopped
 	}
 	if goid.Bubble() != h.bubble { // before initZero: nothing made in the bubble
-		return bubbleError("Start")
+		return h.bubbleError("Start")
 	}
 	h.initZero()
-	if h.clock.Nanotime() < 0 {
-		return bubbleError("Start")
-	}
 	if h.executor == nil {
 		exec, err := antspool.New(dispatch.DefaultParallelism)
 		if err != nil {
@@ -97,6 +98,8 @@ func (h *HashedWheelTimer) Start() error {
 		w.Watch(watched{h})
 	}
 	h.startNanos = h.clock.Nanotime()
+	_, runtimeClock := h.clock.(*clock.Real)
+	h.probeBubble = h.bubble == 0 && !runtimeClock
 	h.worker = newWorker(h)
 	countInstance(h.config.logger)
 	go h.worker.run()
@@ -106,12 +109,16 @@ func (h *HashedWheelTimer) Start() error {
 
 // bubbleError is the error of what, called on a timer in a
 // testing/synctest bubble it was not made in (a zero HashedWheelTimer is
-// made in none). Start refuses there: the timer's goroutines would
-// outlive the bubble, and the default clock, made outside and read
-// inside, runs on the bubble's time from an origin outside it, which
-// reads as negative.
-func bubbleError(what string) error {
-	return fmt.Errorf("%w: %s: make the timer with New inside the bubble and Stop it there, or give it a clock.Fake (WithClock)",
+// made in none): its goroutines, outside the bubble, would run the
+// bubble's tasks and send on the bubble's channels, which kills the test
+// binary; and a timer made in a bubble cannot start outside it, where it
+// would outlive it.
+func (h *HashedWheelTimer) bubbleError(what string) error {
+	if h.bubble == 0 {
+		return fmt.Errorf("%w: %s: the timer was made outside the bubble, whatever its clock: "+
+			"make it with New inside the bubble and Stop it there", ErrSynctestBubble, what)
+	}
+	return fmt.Errorf("%w: %s: the timer was made in a bubble: start and use it in that bubble only",
 		ErrSynctestBubble, what)
 }
 
@@ -172,13 +179,13 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 		return tooManyPending(h.maxPending)
 	}
 	now := h.now()
-	if now < 0 {
+	if now < 0 || h.inABubbleNotItsOwn() {
 		// The clock read earlier than at the start: another time domain, a
 		// testing/synctest bubble the timer was not started in.
 		if h.maxPending > 0 {
 			h.admitted.Add(-1)
 		}
-		return bubbleError("NewTimeout")
+		return h.bubbleError("NewTimeout")
 	}
 	t.timer, t.period = h, period
 	// A plain write: t is not yet published, and the push that publishes
@@ -217,7 +224,9 @@ func (h *HashedWheelTimer) startIfNeeded() error {
 		return nil
 	}
 	if err := h.Start(); err != nil {
-		h.counters.rejectedStopped.Add(1)
+		if errors.Is(err, ErrStopped) {
+			h.counters.rejectedStopped.Add(1)
+		}
 		return err
 	}
 	return nil

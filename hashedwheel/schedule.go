@@ -17,7 +17,8 @@ import (
 // named, nor runs twice for one named time. After a step back, a run
 // waits for its wall time; after a step forward, a run whose wall time
 // passed runs once, when the worker next wakes for it, and the later ones
-// already passed are skipped and counted, as robfig/cron's own loop does.
+// already passed are skipped, as robfig/cron's own loop does, and counted
+// up to 1000 (Stats.PeriodicSkipped).
 // The runs keep Every's guarantees: they never overlap, a run due while the
 // previous one runs starts as soon as it returns, a run due while another
 // waits to start, or missed by a late worker, is skipped and counted in

@@ -143,3 +143,15 @@ func TestScheduleFuncComparesWallTimesOnly(t *testing.T) {
 		assert.Equal(t, arg.Round(0), arg, "Next was handed a monotonic reading")
 	}
 }
+
+// TestScheduleFuncCountsAtMostAThousandRunsAStepPassed: the wall clock
+// steps ten days ahead of a minutely schedule: one run, and 1000 of the
+// 14 400 runs passed counted skipped, as Stats.PeriodicSkipped says.
+func TestScheduleFuncCountsAtMostAThousandRunsAStepPassed(t *testing.T) {
+	start := time.Date(2026, 3, 1, 0, 0, 30, 0, time.UTC)
+	h, fake, _, runs := wallRuns(t, start, everyMinute)
+	fake.StepWall(10 * 24 * time.Hour)
+	fake.Advance(time.Minute) // the wake for 00:01 finds the wall clock ten days on
+	require.Len(t, *runs, 1)
+	assert.Equal(t, uint64(maxCatchUp), h.Stats().PeriodicSkipped)
+}

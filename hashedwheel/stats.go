@@ -39,7 +39,10 @@ type Stats struct {
 	// PeriodicRuns counts the runs of periodic timeouts started, and
 	// PeriodicSkipped those not started: due while another run of the same
 	// timeout waited to start, revoked by a Reset, or missed by a worker
-	// late by a period.
+	// late by a period. A schedule of ScheduleFunc whose wall clock stepped
+	// past many runs counts at most 1000 of them a claim: beyond, its
+	// Scheduler is asked for the first run after now, and the runs between
+	// are not counted.
 	PeriodicRuns    uint64
 	PeriodicSkipped uint64
 	// ScheduleErrors counts the schedules of ScheduleFunc ended because
@@ -48,13 +51,16 @@ type Stats struct {
 	ScheduleErrors uint64
 	// RejectedFull counts the timeouts refused at the
 	// WithMaxPendingTimeouts limit: the calls of NewTimeout, AfterFunc,
-	// Every and ScheduleFunc that failed with ErrTooManyPendingTimeouts,
-	// and the contexts that then fell back (also in ContextFallbacks).
+	// Every, ScheduleFunc, NewTimer and NewTicker that failed with
+	// ErrTooManyPendingTimeouts, and the contexts and channel timer
+	// armings that then fell back (also in ContextFallbacks and
+	// ChanFallbacks).
 	RejectedFull uint64
 	// RejectedStopped counts the timeouts refused because the timer was
-	// stopped: the calls of NewTimeout, AfterFunc, Every and ScheduleFunc
-	// that failed with ErrStopped, and the contexts that then fell back
-	// (also in ContextFallbacks).
+	// stopped: the calls of NewTimeout, AfterFunc, Every, ScheduleFunc,
+	// NewTimer and NewTicker that failed with ErrStopped, and the contexts
+	// and channel timer armings that then fell back (also in
+	// ContextFallbacks and ChanFallbacks).
 	RejectedStopped uint64
 	// ExecutorFailures counts the times the executor refused expired tasks
 	// or panicked taking them; they then ran on a goroutine of their own.

@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"context"
+	"github.com/wheeltimer/wheeltimer/clock"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -57,7 +58,7 @@ func TestSynctestTimerMadeOutsideRefusesToStartInABubble(t *testing.T) {
 		for name, timer := range map[string]*HashedWheelTimer{"New": h, "zero": &zero} {
 			_, err := timer.AfterFunc(time.Minute, func() {})
 			require.ErrorIs(t, err, ErrSynctestBubble, name)
-			assert.ErrorContains(t, err, "make the timer with New inside the bubble and Stop it there, or give it a clock.Fake", name)
+			assert.ErrorContains(t, err, "the timer was made outside the bubble, whatever its clock: make it with New inside the bubble and Stop it there", name)
 			assert.ErrorIs(t, timer.Start(), ErrSynctestBubble, name)
 		}
 	})
@@ -80,7 +81,7 @@ func TestSynctestTimerStartedOutsideRefusesUseInABubble(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, err := h.AfterFunc(time.Minute, func() {})
 		require.ErrorIs(t, err, ErrSynctestBubble)
-		assert.ErrorContains(t, err, "give it a clock.Fake (WithClock)")
+		assert.ErrorContains(t, err, "make it with New inside the bubble and Stop it there")
 		_, err = h.Every(time.Minute, func() {})
 		require.ErrorIs(t, err, ErrSynctestBubble)
 
@@ -95,4 +96,44 @@ func TestSynctestTimerStartedOutsideRefusesUseInABubble(t *testing.T) {
 	s := h.Stats()
 	assert.Equal(t, uint64(1), s.ContextFallbacks)
 	assert.Zero(t, s.Scheduled, "nothing accepted")
+}
+
+// TestSynctestTimerOnAFakeClockStartedOutsideRefusesEveryCallInside: a
+// timer on a clock.Fake, started outside a bubble, refuses inside it every
+// call that would schedule on it, with ErrSynctestBubble, naming the fix
+// and not a clock.Fake, which it already has; After and WithTimeout fall
+// back to the bubble's own clock; Advance of the fake inside the bubble
+// runs nothing of the bubble's, and nothing kills the test binary. A timer
+// that accepted them sent on the bubble's channels from its worker.
+func TestSynctestTimerOnAFakeClockStartedOutsideRefusesEveryCallInside(t *testing.T) {
+	fake := clock.NewFake(time.Now())
+	h := newTimerOn(t, fake)
+	calls := map[string]func() error{
+		"NewTimeout":   func() error { _, err := h.NewTimeout(noopTask, time.Second); return err },
+		"AfterFunc":    func() error { _, err := h.AfterFunc(time.Second, func() {}); return err },
+		"Every":        func() error { _, err := h.Every(time.Second, func() {}); return err },
+		"ScheduleFunc": func() error { _, err := h.ScheduleFunc(hourly{}, func() {}); return err },
+		"NewTimer":     func() error { _, err := h.NewTimer(time.Second); return err },
+		"NewTicker":    func() error { _, err := h.NewTicker(time.Second); return err },
+	}
+	synctest.Test(t, func(t *testing.T) {
+		for name, call := range calls {
+			err := call()
+			require.ErrorIs(t, err, ErrSynctestBubble, name)
+			assert.ErrorContains(t, err, "made outside the bubble", name)
+			assert.NotContains(t, err.Error(), "clock.Fake", name)
+		}
+		start := time.Now()
+		<-h.After(time.Minute)
+		assert.Equal(t, time.Minute, time.Since(start), "After, on the bubble's time")
+		ctx, cancel := h.WithTimeout(context.Background(), time.Hour)
+		defer cancel()
+		<-ctx.Done()
+		assert.Equal(t, context.DeadlineExceeded, ctx.Err())
+		fake.Advance(time.Hour)
+	})
+	s := h.Stats()
+	assert.Zero(t, s.Scheduled, "nothing accepted")
+	assert.Equal(t, uint64(1), s.ChanFallbacks)
+	assert.Equal(t, uint64(1), s.ContextFallbacks)
 }

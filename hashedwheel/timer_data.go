@@ -62,6 +62,7 @@ type HashedWheelTimer struct {
 	releaseOnce  sync.Once
 	released     chan struct{} // closed once every task has returned and the own pool is gone
 	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
+	probeBubble  bool          // made outside every bubble, on a clock not the runtime's: check each schedule
 }
 
 // shard is one of the ways by which producers reach the worker: an intake
