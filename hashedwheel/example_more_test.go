@@ -253,11 +253,18 @@ func ExampleWithClock() {
 	// 10:05: flushes 6 report sent true
 }
 
+// afterFuncer is what idleSessions needs of a timer: code that takes a
+// timer as a dependency declares the methods it calls, and is handed a
+// timer on a clock.Fake in its tests.
+type afterFuncer interface {
+	AfterFunc(delay time.Duration, f func()) (hashedwheel.Timeout, error)
+}
+
 // idleSessions signs a user out after a period without activity: the code
 // under test of the fakeTime example, which takes its timer as a
 // dependency.
 type idleSessions struct {
-	timer hashedwheel.Interface
+	timer afterFuncer
 	idle  time.Duration
 	mu    sync.Mutex
 	live  map[string]hashedwheel.Timeout

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"math"
 	"time"
 )
@@ -233,4 +234,226 @@ func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 func (h *HashedWheelTimer) scheduleFailed(t *timeout, why string) {
 	h.counters.scheduleErrors.Add(1)
 	h.config.logger.Error("hashedwheel: schedule ended: "+why, "timeout", t)
+}
+
+// Every runs f every period, the first run one period after the call, and
+// returns the Timeout that controls the runs. It starts the timer if
+// needed.
+//
+// The rate is fixed: the k-th run is due at the call's time + k·period and
+// never starts before it, so the runs do not drift. Runs never overlap,
+// and none is lost to a slow one, as with time.Ticker, whose channel holds
+// one tick: a run that comes due while the previous one is still running
+// starts as soon as that one returns, and a run that comes due while
+// another waits to start is skipped and counted in Stats.PeriodicSkipped,
+// as is every run that a worker late by more than a period missed. Cancel,
+// or Stop, ends the runs: after a successful Cancel no run starts, and the
+// one in progress, if any, completes. Reset moves the next run to now +
+// delay, keeps the period, and revokes a run claimed but not started: no
+// run starts before the new deadline, except one already in progress.
+//
+// The timeout counts as one pending timeout until it is cancelled; it is
+// never IsExpired, and Stop returns it unless it was cancelled. A run
+// costs no allocation. Every fails with ErrInvalidPeriod for a period of
+// zero or less, or shorter than the timer's tick, which could not be kept;
+// with ErrNilTask for a nil f; and as NewTimeout does otherwise. A failed
+// call schedules nothing.
+func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error) {
+	if f == nil && period > 0 { // a period of zero or less is reported first
+		return nil, ErrNilTask
+	}
+	if err := h.startForPeriod("Every", period); err != nil {
+		return nil, err
+	}
+	t, err := h.schedule(&everyTask{f: f}, period, int64(period))
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// startForPeriod refuses a period of zero or less with ErrInvalidPeriod,
+// naming call, then starts the timer if needed and refuses a period
+// shorter than its tick, which the wheel could not keep.
+func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) error {
+	if period <= 0 {
+		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
+	}
+	if err := h.startIfNeeded(); err != nil {
+		return err
+	}
+	if tick := time.Duration(h.tickNanos); period < tick {
+		return fmt.Errorf("%w: %s(%v) on a timer with a tick of %v: expected a period of at least the tick",
+			ErrInvalidPeriod, call, period, tick)
+	}
+	return nil
+}
+
+// ScheduleFunc runs f at each time s gives, the first at s.Next(now), and
+// returns the Timeout that controls the runs. It starts the timer if
+// needed.
+//
+// Each run is due at the time Next gave, at the timer's resolution, and
+// never starts before it; the next run is due at Next of that time.
+// Those times are wall-clock times, read on the timer's clock as each run
+// is claimed, where Every and NewTimeout follow the monotonic clock, as
+// package time does: after a step of the wall clock (an NTP step, a
+// resumed virtual machine) a run never starts before the wall time Next
+// named, nor runs twice for one named time. After a step back, a run
+// waits for its wall time; after a step forward, a run whose wall time
+// passed runs once, when the worker next wakes for it, and the later ones
+// already passed are skipped, as robfig/cron's own loop does, and counted
+// up to 1000 (Stats.PeriodicSkipped).
+// The runs keep Every's guarantees: they never overlap, a run due while the
+// previous one runs starts as soon as it returns, a run due while another
+// waits to start, or missed by a late worker, is skipped and counted in
+// Stats.PeriodicSkipped, and Cancel, Reset and Stop act as on Every's
+// timeout. When Next returns the zero time the runs end after the run
+// claimed then, and the timeout becomes IsExpired; when it returns a time
+// not after its argument, or panics, they end too, and the fault is
+// logged and counted in Stats.ScheduleErrors: a schedule never makes the
+// worker loop. Next runs on the worker once the tick's other due timeouts
+// are claimed: a Next that calls runtime.Goexit (as t.FailNow does) ends
+// the runs like a panic, and one that calls Stop stops the timer; neither
+// loses a timeout due with the run.
+//
+// ScheduleFunc fails with ErrInvalidSchedule for a nil s or one whose
+// first Next is zero or not after now, with ErrNilTask for a nil f, and as
+// NewTimeout does otherwise; a failed call schedules nothing.
+func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) {
+	if isNil(s) {
+		return nil, fmt.Errorf("%w: ScheduleFunc(nil)", ErrInvalidSchedule)
+	}
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	if err := h.startIfNeeded(); err != nil {
+		return nil, err
+	}
+	now := h.clock.Now().Round(0) // a wall time, as Next's are
+	first, err := callScheduler(s, now)
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%w: Next(%v): %v", ErrInvalidSchedule, now, err)
+	case !first.After(now):
+		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
+	}
+	t, err := h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod)
+	if err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// claimSchedules claims the runs of the timeouts of ScheduleFunc that the
+// walk found due, once the walk is done and the tasks it claimed are in
+// w.due: their Scheduler's Next is user code, which may call Stop or
+// runtime.Goexit, or panic, and must find the wheel in order. Each stays
+// listed until its claim is done, so that a goroutine that takes over
+// after a Goexit finds it again, and ends its runs (see callNext). It
+// reports whether it claimed or skipped any run.
+func (w *worker) claimSchedules() (claimed bool) {
+	h, wh := w.timer, w.wheel
+	for len(wh.schedules) > 0 && !w.stopped {
+		t := wh.schedules[0]
+		// Both clocks read together: the wall clock may have stepped since
+		// the walk, and since the timer started.
+		now, wallNow := h.now(), h.clock.Now().Round(0)
+		if w.claimSchedule(t, now, wallNow) {
+			claimed = true
+		}
+		wh.schedules[0] = nil
+		wh.schedules = wh.schedules[1:]
+	}
+	if len(wh.schedules) == 0 || w.stopped { // Stop cleared the wheel
+		clear(wh.schedules)
+		wh.schedules = wh.schedules[:0:0]
+	}
+	return claimed
+}
+
+// claimSchedule claims the run of t, a timeout of ScheduleFunc found due,
+// at now and wallNow, and files it for its next run, unless it was
+// cancelled or moved by a Reset meanwhile; it reports whether it claimed
+// or skipped a run.
+func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
+	h, wh := w.timer, w.wheel
+	for {
+		word := t.word.Load()
+		if stateOf(word) != stateScheduled {
+			return false // cancelled: the cancellation pass, or Stop, unlinks it
+		}
+		if deadlineOf(word) > now { // a Reset moved it later
+			wh.refile(t)
+			return false
+		}
+		next, run, skipped, ended, c := t.claimScheduled(word, now, wallNow, w.claimFrom)
+		if !t.word.CompareAndSwap(word, next) {
+			continue
+		}
+		t.task.(*scheduledTask).commit(c)
+		h.counters.periodicSkipped.Add(uint64(skipped))
+		if ended {
+			wh.remove(t)
+			w.countExpired(1)
+		} else {
+			wh.refile(t)
+		}
+		if run {
+			w.due = append(w.due, t)
+		}
+		return run || skipped > 0 || ended
+	}
+}
+
+// runPeriodic runs the claimed run of a periodic timeout, unless a Reset,
+// Cancel or Stop revoked it, then the run owed meanwhile, if any.
+func (t *timeout) runPeriodic() {
+	if !t.startRun() {
+		return
+	}
+	ended := false
+	defer func() {
+		if !ended { // the task called runtime.Goexit: no run is left marked
+			t.word.And(^uint64(claimedBit | runningBit))
+		}
+	}()
+	for {
+		t.timer.counters.periodicRuns.Add(1)
+		t.runTask()
+		if !t.endRun() {
+			ended = true
+			return
+		}
+	}
+}
+
+// startRun starts the claimed run, if it is still claimed, no run is
+// running and the timeout is not cancelled.
+func (t *timeout) startRun() bool {
+	for {
+		w := t.word.Load()
+		if w&claimedBit == 0 || w&runningBit != 0 || stateOf(w) == stateCancelled {
+			return false
+		}
+		if t.word.CompareAndSwap(w, w&^claimedBit|runningBit) {
+			return true
+		}
+	}
+}
+
+// endRun ends a run and reports whether the run owed meanwhile starts now.
+func (t *timeout) endRun() bool {
+	for {
+		w := t.word.Load()
+		if w&claimedBit != 0 && stateOf(w) != stateCancelled {
+			if t.word.CompareAndSwap(w, w&^claimedBit) {
+				return true
+			}
+			continue
+		}
+		if t.word.CompareAndSwap(w, w&^(claimedBit|runningBit)) {
+			return false
+		}
+	}
 }

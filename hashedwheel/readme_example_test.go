@@ -34,7 +34,7 @@ func readmeNew() error {
 }
 
 // readmeAfterFunc schedules a connection's close, and cancels it.
-func readmeAfterFunc(timer hashedwheel.Interface, conn net.Conn) error {
+func readmeAfterFunc(timer *hashedwheel.HashedWheelTimer, conn net.Conn) error {
 	deadline, err := timer.AfterFunc(2*time.Second, func() { conn.Close() })
 	if err != nil {
 		return err // ErrStopped or ErrTooManyPendingTimeouts
@@ -54,7 +54,7 @@ func (c closeIdle) Cancelled(hashedwheel.Timeout) { c.kept.Add(1) }
 
 // readmeNewTimeout is Netty's form: the timeout is cancelled as the
 // function returns, and its hook counts it in *counted.
-func readmeNewTimeout(timer hashedwheel.Interface, conn net.Conn, counted **atomic.Int64) error {
+func readmeNewTimeout(timer *hashedwheel.HashedWheelTimer, conn net.Conn, counted **atomic.Int64) error {
 	var kept atomic.Int64 // connections whose idle timeout was cancelled
 	idle, err := timer.NewTimeout(closeIdle{conn, &kept}, 30*time.Second)
 	if err != nil {
@@ -66,7 +66,7 @@ func readmeNewTimeout(timer hashedwheel.Interface, conn net.Conn, counted **atom
 }
 
 // readmeReset re-arms an idle timeout for every message.
-func readmeReset(timer hashedwheel.Interface, conn net.Conn, messages <-chan string, handle func(string)) error {
+func readmeReset(timer *hashedwheel.HashedWheelTimer, conn net.Conn, messages <-chan string, handle func(string)) error {
 	idle, err := timer.AfterFunc(30*time.Second, func() { conn.Close() })
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ type flusher struct{ flushes atomic.Int64 }
 func (f *flusher) Flush() { f.flushes.Add(1) }
 
 // readmeEvery flushes metrics every second while live runs.
-func readmeEvery(timer hashedwheel.Interface, metrics *flusher, live func()) error {
+func readmeEvery(timer *hashedwheel.HashedWheelTimer, metrics *flusher, live func()) error {
 	flush, err := timer.Every(time.Second, metrics.Flush)
 	if err != nil {
 		return err
@@ -110,7 +110,7 @@ func (b backend) Call(ctx context.Context) error {
 }
 
 type server struct {
-	timer   hashedwheel.Interface
+	timer   *hashedwheel.HashedWheelTimer
 	backend backend
 }
 

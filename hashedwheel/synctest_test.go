@@ -2,10 +2,11 @@ package hashedwheel
 
 import (
 	"context"
-	"github.com/wheeltimer/wheeltimer/clock"
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/wheeltimer/wheeltimer/clock"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"

@@ -52,12 +52,12 @@ func TestDeadlineReachedExactlyRuns(t *testing.T) {
 	}
 }
 
-// TestNowIsTheClocks: the timer, and Interface, give the time of the
+// TestNowIsTheClocks: the timer gives the time of the
 // timer's clock, which follows a clock.Fake.
 func TestNowIsTheClocks(t *testing.T) {
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	fake := clock.NewFake(start)
-	var h Interface = newTimerOn(t, fake)
+	h := newTimerOn(t, fake)
 	assert.Equal(t, start, h.Now())
 	fake.Advance(90 * time.Minute)
 	assert.Equal(t, start.Add(90*time.Minute), h.Now())

@@ -74,3 +74,50 @@ func funcName(f any) string {
 	}
 	return fmt.Sprintf("%T", f)
 }
+
+// afterUserCode, deferred after a task or hook of t that sets *returned
+// as it returns, recovers a panic and counts and logs it with its stack,
+// as net/http does for a handler, and counts and logs a call of
+// runtime.Goexit, which cannot be stopped: the goroutine ends, and the
+// dispatcher or the worker carries on with another. A user's task or hook
+// never takes the timer down.
+func (h *HashedWheelTimer) afterUserCode(what userCode, t *timeout, returned *bool) {
+	if *returned {
+		return
+	}
+	if r := recover(); r != nil {
+		h.userCodePanicked(what, t, r)
+		return
+	}
+	h.userCodeExited(what, t)
+}
+
+// runCancelledHook calls the task's Cancelled hook, if it has one,
+// recovering and logging a panic.
+func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
+	hook := cancelledHookOf(t.task)
+	if hook == nil {
+		return
+	}
+	returned := false
+	defer h.afterUserCode(userHook, t, &returned)
+	hook.Cancelled(t)
+	returned = true
+}
+
+// cancelledHookOf returns the task's Cancelled hook, or nil. The function
+// adapters, the commonest tasks, are recognised without the dearer
+// interface assertion.
+func cancelledHookOf(task TimerTask) cancelledHook {
+	switch task.(type) {
+	case funcTask, TaskFunc, *everyTask:
+		return nil
+	}
+	hook, _ := task.(cancelledHook)
+	return hook
+}
+
+// panicError is a recovered panic, as an error.
+type panicError struct{ value any }
+
+func (e panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }

@@ -4,14 +4,12 @@ import (
 	"cmp"
 	"fmt"
 	"math"
-	"runtime"
 	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/mpsc"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -381,67 +379,6 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	return claimed
 }
 
-// claimSchedules claims the runs of the timeouts of ScheduleFunc that the
-// walk found due, once the walk is done and the tasks it claimed are in
-// w.due: their Scheduler's Next is user code, which may call Stop or
-// runtime.Goexit, or panic, and must find the wheel in order. Each stays
-// listed until its claim is done, so that a goroutine that takes over
-// after a Goexit finds it again, and ends its runs (see callNext). It
-// reports whether it claimed or skipped any run.
-func (w *worker) claimSchedules() (claimed bool) {
-	h, wh := w.timer, w.wheel
-	for len(wh.schedules) > 0 && !w.stopped {
-		t := wh.schedules[0]
-		// Both clocks read together: the wall clock may have stepped since
-		// the walk, and since the timer started.
-		now, wallNow := h.now(), h.clock.Now().Round(0)
-		if w.claimSchedule(t, now, wallNow) {
-			claimed = true
-		}
-		wh.schedules[0] = nil
-		wh.schedules = wh.schedules[1:]
-	}
-	if len(wh.schedules) == 0 || w.stopped { // Stop cleared the wheel
-		clear(wh.schedules)
-		wh.schedules = wh.schedules[:0:0]
-	}
-	return claimed
-}
-
-// claimSchedule claims the run of t, a timeout of ScheduleFunc found due,
-// at now and wallNow, and files it for its next run, unless it was
-// cancelled or moved by a Reset meanwhile; it reports whether it claimed
-// or skipped a run.
-func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
-	h, wh := w.timer, w.wheel
-	for {
-		word := t.word.Load()
-		if stateOf(word) != stateScheduled {
-			return false // cancelled: the cancellation pass, or Stop, unlinks it
-		}
-		if deadlineOf(word) > now { // a Reset moved it later
-			wh.refile(t)
-			return false
-		}
-		next, run, skipped, ended, c := t.claimScheduled(word, now, wallNow, w.claimFrom)
-		if !t.word.CompareAndSwap(word, next) {
-			continue
-		}
-		t.task.(*scheduledTask).commit(c)
-		h.counters.periodicSkipped.Add(uint64(skipped))
-		if ended {
-			wh.remove(t)
-			w.countExpired(1)
-		} else {
-			wh.refile(t)
-		}
-		if run {
-			w.due = append(w.due, t)
-		}
-		return run || skipped > 0 || ended
-	}
-}
-
 // countLag counts how late the worker is at now for the tick it was due
 // back at (plannedWake), whether or not anything was due in that tick: a
 // pass that a hook held up, or a wake-up the process was too busy for.
@@ -603,110 +540,6 @@ func (w *worker) wheelBroken(step string, err error) {
 	if err != nil {
 		panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: the wheel's invariants are broken after %s: %v", step, err))
 	}
-}
-
-// stopOutliver is a task whose timeout Stop does not return, but moves to
-// a timer of the clock's own (HashedWheelTimer.afterFunc): a wheel
-// context's, which still ends at its deadline, and a channel timer's,
-// which still sends. It counts its own fallback.
-type stopOutliver interface {
-	outliveStop(t *timeout)
-}
-
-// shutdown ends the timer's work: it closes the intake stacks and the
-// report queues, and cancels every timeout that neither expired nor was
-// cancelled, leaving them for Stop to take. It runs on the worker
-// goroutine, in the worker loop or in a Stop called by a task or hook
-// running on it.
-func (w *worker) shutdown() {
-	h := w.timer
-	w.dispatch()   // the claimed timeouts run, even now
-	if w.stopped { // a task it ran inline called Stop, which shut down
-		return
-	}
-	w.stopped = true
-	result := make([]Timeout, 0, w.wheel.size)
-	moved := 0
-	stop := func(t *timeout) bool {
-		if !t.cancelForStop() {
-			return false
-		}
-		if o, ok := t.task.(stopOutliver); ok {
-			// A live context is not the caller's to have.
-			o.outliveStop(t)
-			moved++
-			return true
-		}
-		result = append(result, t)
-		return true
-	}
-	stopQueued := func(t *timeout) {
-		t.forgetBelow()
-		if !stop(t) { // cancelled while queued
-			w.cancellationDone(t)
-		}
-	}
-	w.staged.drain(stopQueued)
-	for i := range h.shards {
-		batch := h.shards[i].close()
-		for t := batch.pop(); t != nil; t = batch.pop() {
-			stopQueued(t)
-		}
-	}
-	// A timeout found cancelled in a bucket was cancelled by a Cancel,
-	// whose report to the worker is queued or still to come: its
-	// cancellation is completed here, its hook called on this goroutine
-	// with the others, and the report dropped, whether it reached the
-	// queue before it closed or found it closed. Once the wheel is clear,
-	// no Cancel can succeed on a timeout that was in it.
-	w.wheel.clear(func(t *timeout) {
-		if !stop(t) {
-			w.cancellationDone(t)
-		}
-	})
-	if verifyEachStep {
-		w.wheelBroken("shutdown", w.wheel.verify(false)) // the whole wheel, now empty
-	}
-	for i := range h.shards {
-		s := &h.shards[i]
-		s.cancelled.Close()
-		drain(s.cancelled, func(*timeout) {})
-		s.moved.Close()
-		drain(s.moved, func(*timeout) {})
-	}
-	h.counters.returnedByStop.Add(uint64(len(result)))
-	h.countCancelled(moved)
-	if h.maxPending > 0 {
-		h.admitted.Add(-int64(len(result)))
-	}
-	h.startMu.Lock()
-	h.stopResult = result
-	h.startMu.Unlock()
-	// The hooks last, once everything is accounted for: a hook that calls
-	// runtime.Goexit ends the worker's goroutine, and the one that takes
-	// over calls the rest.
-	w.runCancelledHooks()
-}
-
-// drain pops every value of a closed queue, waiting for pushes that had
-// claimed their place before it closed.
-func drain(q *mpsc.Queue[timeout], f func(*timeout)) {
-	for !q.Empty() {
-		if t, ok := q.Pop(); ok {
-			f(t)
-		} else {
-			runtime.Gosched()
-		}
-	}
-}
-
-// exit lets Stop return, and the tasks' wait begin.
-func (w *worker) exit() {
-	h := w.timer
-	w.dispatcher.Close()
-	h.sleeper.Close()
-	instances.Add(-1)
-	close(h.done)
 }
 
 // executorRefused counts and logs an executor's refusal of a drain

@@ -14,9 +14,9 @@ import (
 // timer is the program's one timer, shared by all its code, as a timer is
 // meant to be. Its tests replace it with a timer on a clock.Fake (see
 // main_test.go), so that a 30-minute lease lapses in microseconds.
-var timer hashedwheel.Interface = newTimer()
+var timer = newTimer()
 
-func newTimer() hashedwheel.Interface {
+func newTimer() *hashedwheel.HashedWheelTimer {
 	t, err := hashedwheel.New()
 	if err != nil {
 		panic(err) // the defaults are valid
