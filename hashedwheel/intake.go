@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/wheeltimer/wheeltimer/mpsc"
+	"golang.org/x/sys/cpu"
 )
 
 // The intake is a lock-free stack threaded through the timeouts' own prev
@@ -24,8 +25,28 @@ import (
 // A push onto a timeout cancelled before the worker collected it links past
 // it (see below), so that a timeout made and cancelled before the next one
 // is made on its stack, the commonest fate of a request timeout, never
-// reaches the worker; the worker counts those it does not find as
-// processed cancellations.
+// reaches the worker.
+
+// shard is one of the ways by which producers reach the worker: an intake
+// stack for new timeouts, and queues of the timeouts in a bucket that
+// Cancel cancelled or Reset moved earlier. A new timeout goes onto the
+// intake stack of its page's shard, or, once producers have met on one,
+// of the calling processor's (see pushTimeout), so that goroutines running
+// at once push onto different stacks; a timeout in a bucket is reported on
+// the queues of the shard its page picks. The worker serves them all.
+type shard struct {
+	_   cpu.CacheLinePad
+	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
+	_   cpu.CacheLinePad
+
+	cancelled *mpsc.Queue[timeout] // timeouts in a bucket that Cancel cancelled, each once
+	moved     *mpsc.Queue[timeout] // timeouts in a bucket that Reset moved earlier
+	reported  atomic.Bool          // set after a push onto either queue, cleared by the worker before it pops them
+
+	// Written by the worker alone.
+	collected atomic.Uint64 // timeouts collected off the stack so far
+	bottom    *timeout      // the sentinel swapped in by the last collect
+}
 
 // closedIntake is the top of every closed intake stack.
 var closedIntake = new(timeout)
@@ -53,17 +74,6 @@ func newShards(n int) []shard {
 		s.moved = mpsc.New[timeout]()
 	}
 	return shards
-}
-
-// push puts t on top of the stack and returns the number of timeouts the
-// shard has accepted, t included, modulo 2³². It fails once the stack is
-// closed. push is safe for concurrent use.
-func (s *shard) push(t *timeout) (uint32, bool) {
-	for {
-		if count, r, _ := s.tryPush(t); r != pushContended {
-			return count, r == pushed
-		}
-	}
 }
 
 // pushResult is what one attempt to push onto a stack came to.
@@ -118,11 +128,16 @@ func (s *shard) linkTarget(top *timeout) *timeout {
 }
 
 // collect takes off the stack every timeout pushed since the last call and
-// returns them, oldest first. Only the worker may call it.
-func (s *shard) collect() intakeBatch {
+// returns them linked through their next fields, oldest first, and how
+// many pushed meanwhile later pushes unlinked, cancelled. Each keeps in
+// prev its link to the timeout below it: the worker overwrites it as it
+// files the timeout, and clears it (forgetBelow) if the timeout goes
+// nowhere, so that a caller keeping it keeps no other alive. Only the
+// worker may call it.
+func (s *shard) collect() (head *timeout, unlinked int) {
 	top := s.top.Load()
 	if top == s.bottom {
-		return intakeBatch{}
+		return nil, 0
 	}
 	sentinel := new(timeout)
 	for {
@@ -137,13 +152,13 @@ func (s *shard) collect() intakeBatch {
 }
 
 // close makes every later push fail and returns what is still on the
-// stack, oldest first. Only the worker may call it.
-func (s *shard) close() intakeBatch {
+// stack, as collect does. Only the worker may call it.
+func (s *shard) close() (head *timeout, unlinked int) {
 	collected := s.collected.Load()
 	for {
 		top := s.top.Load()
 		if top == closedIntake {
-			return intakeBatch{}
+			return nil, 0
 		}
 		// Count what is on the stack before closing it: a reader that finds
 		// the stack closed takes the final count from collected.
@@ -157,7 +172,7 @@ func (s *shard) close() intakeBatch {
 // reverse links, through their next fields, the timeouts from top down to
 // the bottom, which it excludes, into a list oldest first, and makes
 // newBottom the bottom.
-func (s *shard) reverse(top, newBottom *timeout) intakeBatch {
+func (s *shard) reverse(top, newBottom *timeout) (head *timeout, unlinked int) {
 	var oldest *timeout
 	found := uint32(0)
 	for t := top; t != s.bottom; t = t.prev {
@@ -167,28 +182,7 @@ func (s *shard) reverse(top, newBottom *timeout) intakeBatch {
 	}
 	pushed := top.seq - s.bottom.seq
 	s.bottom = newBottom
-	return intakeBatch{head: oldest, unlinked: int(pushed - found)}
-}
-
-// intakeBatch is what collect or close took off a stack: timeouts linked
-// through their next fields, oldest first, and the number of timeouts
-// pushed meanwhile that later pushes unlinked, cancelled.
-type intakeBatch struct {
-	head     *timeout
-	unlinked int
-}
-
-// pop removes and returns the oldest timeout, or nil, and clears its next
-// field. Its prev field still links it to the timeout below it: the
-// worker overwrites it as it links the timeout into a bucket, and clears
-// it (forgetBelow) if the timeout goes nowhere, so that a caller keeping
-// it keeps no other alive.
-func (b *intakeBatch) pop() *timeout {
-	t := b.head
-	if t != nil {
-		b.head, t.next = t.next, nil
-	}
-	return t
+	return oldest, int(pushed - found)
 }
 
 // pushed returns the number of timeouts pushed on the stack so far. It is
@@ -201,10 +195,6 @@ func (s *shard) pushed() uint64 {
 	}
 	return collected + uint64(top.seq-uint32(collected))
 }
-
-// empty reports whether nothing was pushed since the last collect. Only the
-// worker may call it.
-func (s *shard) empty() bool { return s.top.Load() == s.bottom }
 
 // pushTimeout pushes t onto an intake stack and returns the shard's count
 // of pushes, as push does, the index of the shard that took t, and the
@@ -294,14 +284,10 @@ func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, ret
 	}
 }
 
-// shardOf returns the shard on whose queues a timeout in a bucket is
-// reported, chosen by the 8 KiB page that holds t. The runtime allocates
-// from a page per P, so timeouts made on different Ps mostly fall on
-// different shards; the heap does not move objects, so the address is a
-// stable key.
-func (h *HashedWheelTimer) shardOf(t *timeout) *shard { return &h.shards[h.pageShard(t)] }
-
 // pageShard returns the index of the shard of the 8 KiB page that holds t.
+// The runtime allocates from a page per P, so timeouts made on different
+// Ps mostly fall on different shards; the heap does not move objects, so
+// the address is a stable key.
 func (h *HashedWheelTimer) pageShard(t *timeout) uint32 {
 	return uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
 }
@@ -316,23 +302,11 @@ const pageShift = 13
 // so that it divides the 2³² of the push counts.
 const wakeEvery = 4096
 
-// wakeAndYieldEvery is called after a push with the queue's count of
-// pushes. Each time that count reaches a multiple of wakeEvery, it wakes
-// the worker and yields the processor, so that the woken worker runs at
-// once even when every processor is busy with producers.
-func (h *HashedWheelTimer) wakeAndYieldEvery(count uint64) {
-	if count%wakeEvery == 0 {
-		h.sleeper.Wake()
-		runtime.Gosched()
-	}
-}
-
 // intakeEmpty reports whether nothing waits for the worker: no new timeout
-// on an intake stack, no timeout in a queue. Only the worker may call it.
+// on an intake stack, no report. Only the worker may call it.
 func (h *HashedWheelTimer) intakeEmpty() bool {
 	for i := range h.shards {
-		s := &h.shards[i]
-		if !s.empty() || !s.cancelled.Empty() || !s.moved.Empty() {
+		if s := &h.shards[i]; s.top.Load() != s.bottom || s.reported.Load() {
 			return false
 		}
 	}
@@ -348,40 +322,37 @@ func (h *HashedWheelTimer) accepted() uint64 {
 	return n
 }
 
-// reportCancelled hands the worker a timeout in a bucket that Cancel
-// cancelled, for it to unlink. Once the worker has stopped taking them,
-// the timer is stopping, and its shutdown, which found the timeout
-// cancelled in the wheel, completes the cancellation on the worker.
-func (h *HashedWheelTimer) reportCancelled(t *timeout) {
-	if index, ok := h.shardOf(t).cancelled.Push(t); ok {
+// report hands the worker a timeout in a bucket that Cancel cancelled, for
+// it to unlink, or, moved, that Reset moved earlier, for it to file again,
+// on its page's shard. Once the worker has stopped taking them, the timer
+// is stopping: its shutdown completes the cancellations it finds in the
+// wheel, and a move no longer matters.
+func (h *HashedWheelTimer) report(t *timeout, moved bool) {
+	s := &h.shards[h.pageShard(t)]
+	q := s.cancelled
+	if moved {
+		q = s.moved
+	}
+	if index, ok := q.Push(t); ok {
+		s.reported.Store(true)
 		h.nudgeWorker(index + 1)
 	}
 }
 
-// reportMovedEarlier hands the worker a timeout in a bucket that Reset
-// moved earlier, for it to file again. Once the worker has stopped taking
-// them, the timer is stopped and nothing needs doing.
-func (h *HashedWheelTimer) reportMovedEarlier(t *timeout) {
-	if index, ok := h.shardOf(t).moved.Push(t); ok {
-		h.nudgeWorker(index + 1)
-	}
-}
-
-// nudgeWorker tells the worker, after a push that brought a queue's count
-// to count, that there is work for it: at once if it sleeps past its next
-// tick, otherwise every wakeEvery pushes.
+// nudgeWorker tells the worker, after a push that brought a stack's or
+// queue's count to count, that there is work for it: at once if it sleeps
+// past its next tick, and otherwise every wakeEvery pushes, yielding the
+// processor so that the woken worker runs even when every processor is
+// busy with producers.
 func (h *HashedWheelTimer) nudgeWorker(count uint64) {
-	if h.idle.Load() {
-		h.wakeWorker()
-	} else {
-		h.wakeAndYieldEvery(count)
-	}
-}
-
-// wakeWorker wakes the worker from a sleep past its next tick, once.
-func (h *HashedWheelTimer) wakeWorker() {
-	if h.idle.CompareAndSwap(true, false) {
+	switch {
+	case h.idle.Load():
+		if h.idle.CompareAndSwap(true, false) {
+			h.sleeper.Wake()
+		}
+	case count%wakeEvery == 0:
 		h.sleeper.Wake()
+		runtime.Gosched()
 	}
 }
 
@@ -426,8 +397,8 @@ func (s *staging) pop(buf []*timeout) int {
 	return n
 }
 
-// drain calls f for every timeout, oldest first, and empties s.
-func (s *staging) drain(f func(*timeout)) {
+// takeAll calls f for every timeout, oldest first, and empties s.
+func (s *staging) takeAll(f func(*timeout)) {
 	for _, t := range s.items[s.head:] {
 		f(t)
 	}

@@ -33,6 +33,34 @@ func itemOf(t *timeout) (producer, seq int) {
 	return int(t.period >> 32), int(t.period & math.MaxUint32)
 }
 
+// intakeBatch is what collect or close took off a stack: its list and the
+// number of timeouts later pushes unlinked.
+type intakeBatch struct {
+	head     *timeout
+	unlinked int
+}
+
+func batch(head *timeout, unlinked int) intakeBatch { return intakeBatch{head, unlinked} }
+
+// pop removes and returns the oldest timeout, or nil.
+func (b *intakeBatch) pop() *timeout {
+	t := b.head
+	if t != nil {
+		b.head, t.next = t.next, nil
+	}
+	return t
+}
+
+// push pushes t onto s until it is pushed or s is closed, as pushTimeout
+// does onto one shard, and returns what tryPush does.
+func (s *shard) push(t *timeout) (uint32, bool) {
+	for {
+		if count, r, _ := s.tryPush(t); r != pushContended {
+			return count, r == pushed
+		}
+	}
+}
+
 // appendCollected appends the timeouts of b to buf, oldest first.
 func appendCollected(buf []*timeout, b intakeBatch) []*timeout {
 	for t := b.pop(); t != nil; t = b.pop() {
@@ -86,7 +114,7 @@ func TestIntakeManyProducers(t *testing.T) {
 	next := make([]int, producers)
 	var buf []*timeout
 	for got := 0; got < producers*perProducer && !t.Failed(); { // a failed push never comes
-		buf = appendCollected(buf[:0], s.collect())
+		buf = appendCollected(buf[:0], batch(s.collect()))
 		if len(buf) == 0 {
 			runtime.Gosched()
 			continue
@@ -102,9 +130,9 @@ func TestIntakeManyProducers(t *testing.T) {
 	wait()
 	close(stopReading)
 	<-readerDone
-	assert.True(t, s.empty())
+	assert.Same(t, s.bottom, s.top.Load(), "empty")
 	assert.Equal(t, uint64(producers*perProducer), s.pushed())
-	assert.Nil(t, s.collect().head)
+	assert.Nil(t, batch(s.collect()).head)
 }
 
 // TestIntakeCloseRacingPushes closes the stack while producers push: every
@@ -124,9 +152,9 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		start()
 		var taken []*timeout
 		for len(taken) < 1000 {
-			taken = appendCollected(taken, s.collect())
+			taken = appendCollected(taken, batch(s.collect()))
 		}
-		taken = appendCollected(taken, s.close())
+		taken = appendCollected(taken, batch(s.close()))
 		accepted := wait()
 		_, ok := s.push(intakeItem(0, 0))
 		require.False(t, ok, "closed")
@@ -144,8 +172,8 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, want, got)
 		require.Equal(t, uint64(len(want)), s.pushed())
-		require.Nil(t, s.collect().head)
-		require.Nil(t, s.close().head, "a second close takes nothing")
+		require.Nil(t, batch(s.collect()).head)
+		require.Nil(t, batch(s.close()).head, "a second close takes nothing")
 	}
 }
 
@@ -162,7 +190,7 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 		assert.Equal(t, uint32(before+i+1), count)
 	}
 	assert.Equal(t, uint64(before+10), s.pushed())
-	assert.Len(t, appendCollected(nil, s.collect()), 10)
+	assert.Len(t, appendCollected(nil, batch(s.collect())), 10)
 	assert.Equal(t, uint64(before+10), s.pushed())
 	assert.Equal(t, uint64(before+10), s.collected.Load())
 }
@@ -201,7 +229,7 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	d := push(intakeItem(0, 3))
 	assert.Same(t, hooked, d.prev, "a timeout with a hook is left for the worker")
 
-	taken := s.collect()
+	taken := batch(s.collect())
 	assert.Equal(t, 1, taken.unlinked)
 	assert.Equal(t, []*timeout{a, c, hooked, d}, appendCollected(nil, taken))
 	assert.Equal(t, uint64(5), s.pushed())
@@ -213,7 +241,7 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	cancelQueued(t, e)
 	f := push(intakeItem(0, 5))
 	assert.Same(t, s.bottom, f.prev)
-	taken = s.collect()
+	taken = batch(s.collect())
 	assert.Equal(t, 1, taken.unlinked)
 	assert.Equal(t, []*timeout{f}, appendCollected(nil, taken))
 	assert.Equal(t, uint64(7), s.pushed())
@@ -243,7 +271,7 @@ func TestIntakeCancelRacingTakes(t *testing.T) {
 	next := make([]int, producers)
 	found, unlinked := 0, 0
 	take := func() int {
-		taken := s.collect()
+		taken := batch(s.collect())
 		unlinked += taken.unlinked
 		n := 0
 		for to := taken.pop(); to != nil; to = taken.pop() {

@@ -36,11 +36,11 @@ func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 	}
 }
 
-// claimPeriodic returns the state word of a timeout of Every, read as w
-// and due, once the worker claims its run, from being the start of the
-// first tick not ended at now; whether to dispatch the run; and how many
-// runs it skipped.
-func (t *timeout) claimPeriodic(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
+// claimEvery returns the state word of a timeout of Every, read as w and
+// due, once the worker claims its run, from being the start of the first
+// tick not ended at now; whether to dispatch the run; and how many runs it
+// skipped.
+func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
 	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
 	word, dispatch, skip := claimRun(w, next)
 	if skip {
@@ -75,15 +75,17 @@ func (t *timeout) markRunFor(d int64) {
 	}
 }
 
-// runFor returns the deadline of the run that the worker claimed last.
-func (t *timeout) runFor(word uint64) int64 {
+// runFor returns the deadline of the run that the worker claimed last: a
+// one-shot timeout's deadline, or the one a periodic run is for, whole
+// periods before the next run's, which its state word holds.
+func (t *timeout) runFor() int64 {
 	switch task := t.task.(type) {
 	case *everyTask:
 		return task.runFor
 	case *scheduledTask:
 		return task.runFor
 	}
-	return deadlineOf(word) - t.period
+	return deadlineOf(t.word.Load()) - max(t.period, 0)
 }
 
 // everyTask is the task of a timeout of Every: f, and the deadline of its
@@ -133,7 +135,7 @@ type scheduleClaim struct {
 // commit records the claim c.
 func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at, s.runFor = c.named, c.at, c.runFor }
 
-// claimScheduled is claimPeriodic for a timeout of ScheduleFunc, read as w
+// claimScheduled is claimEvery for a timeout of ScheduleFunc, read as w
 // and due by now, the wall clock reading wallNow at now, from being the
 // start of the first tick not ended at now. The run is due once the wall clock has
 // reached the time Next named for it: after a step back of the wall clock
@@ -141,7 +143,7 @@ func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at, s.runFor = c.na
 // Next, from that time, for the next run's, skipping those the wall clock
 // has passed, and ends the runs if Next returns the zero time, or, counted
 // and logged, a time not after its argument, or panics. It reports what
-// claimPeriodic does, whether the runs end, the timeout then expired, and
+// claimEvery does, whether the runs end, the timeout then expired, and
 // the claim to commit.
 func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, c scheduleClaim) {
 	s := t.task.(*scheduledTask)

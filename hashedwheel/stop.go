@@ -181,11 +181,14 @@ func (w *worker) shutdown() {
 			w.cancellationDone(t)
 		}
 	}
-	w.staged.drain(stopQueued)
+	w.staged.takeAll(stopQueued)
 	for i := range h.shards {
-		batch := h.shards[i].close()
-		for t := batch.pop(); t != nil; t = batch.pop() {
+		head, _ := h.shards[i].close()
+		for t := head; t != nil; {
+			next := t.next
+			t.next = nil
 			stopQueued(t)
+			t = next
 		}
 	}
 	// A timeout found cancelled in a bucket was cancelled by a Cancel,
@@ -200,14 +203,11 @@ func (w *worker) shutdown() {
 		}
 	})
 	if verifyEachStep {
-		w.wheelBroken("shutdown", w.wheel.verify(false)) // the whole wheel, now empty
+		w.checkWheel("shutdown") // the whole wheel, now empty: a check of every bucket
 	}
 	for i := range h.shards {
-		s := &h.shards[i]
-		s.cancelled.Close()
-		drain(s.cancelled, func(*timeout) {})
-		s.moved.Close()
-		drain(s.moved, func(*timeout) {})
+		discardReports(h.shards[i].cancelled)
+		discardReports(h.shards[i].moved)
 	}
 	h.counters.returnedByStop.Add(uint64(len(result)))
 	h.countCancelled(moved)
@@ -223,13 +223,12 @@ func (w *worker) shutdown() {
 	w.runCancelledHooks()
 }
 
-// drain pops every value of a closed queue, waiting for pushes that had
-// claimed their place before it closed.
-func drain(q *mpsc.Queue[timeout], f func(*timeout)) {
+// discardReports closes q and pops every report on it, waiting for the
+// pushes that had claimed their place before it closed.
+func discardReports(q *mpsc.Queue[timeout]) {
+	q.Close()
 	for !q.Empty() {
-		if t, ok := q.Pop(); ok {
-			f(t)
-		} else {
+		if _, ok := q.Pop(); !ok {
 			runtime.Gosched()
 		}
 	}

@@ -45,7 +45,7 @@ func (t *timeout) Cancel() bool {
 		case stateScheduled:
 			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
 				t.timer.countCancelled(1)
-				t.timer.reportCancelled(t)
+				t.timer.report(t, false)
 				return true
 			}
 		default:
@@ -84,8 +84,8 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		// A queued timeout is filed by the deadline the worker reads when
 		// it takes it in; a scheduled one is filed by an older deadline,
 		// never later than the one it replaced.
-		if s == stateScheduled && h.tickDue(d) < h.tickDue(deadlineOf(w)) {
-			h.reportMovedEarlier(t)
+		if s == stateScheduled && tickDue(d, h.tickNanos) < tickDue(deadlineOf(w), h.tickNanos) {
+			h.report(t, true)
 		}
 		return true
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
-	"github.com/wheeltimer/wheeltimer/mpsc"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -70,28 +69,6 @@ type HashedWheelTimer struct {
 	released     chan struct{} // closed once every task has returned and the own pool is gone
 	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
 	probeBubble  bool          // made outside every bubble, on a clock not the runtime's: check each schedule
-}
-
-// shard is one of the ways by which producers reach the worker: an intake
-// stack for new timeouts, and queues of the timeouts in a bucket that
-// Cancel cancelled or Reset moved earlier. A new timeout goes onto the
-// intake stack of its page's shard, or, once producers have met on one,
-// of the calling processor's (see pushTimeout), so that goroutines running
-// at once push onto different stacks; a timeout in a bucket is reported on
-// the queue of the shard its address picks (see shardOf). The worker
-// serves them all.
-//
-// The intake stack is described in intake.go, which holds its code.
-type shard struct {
-	_   cpu.CacheLinePad
-	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
-	_   cpu.CacheLinePad
-
-	// Written by the worker alone.
-	collected atomic.Uint64        // timeouts collected off the stack so far
-	bottom    *timeout             // the sentinel swapped in by the last collect
-	cancelled *mpsc.Queue[timeout] // timeouts in a bucket that Cancel cancelled, each once
-	moved     *mpsc.Queue[timeout] // timeouts in a bucket that Reset moved earlier
 }
 
 // instances counts running timers, to warn once when an application makes
@@ -359,9 +336,6 @@ func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNano
 // covers (n·tick, (n+1)·tick], so a deadline on a tick's end is due at
 // that end. Go's division truncates, so deadline 0 gives tick 0.
 func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
-
-// tickDue returns the tick that covers deadline d.
-func (h *HashedWheelTimer) tickDue(d int64) int64 { return tickDue(d, h.tickNanos) }
 
 // deadline returns the deadline of a timeout made at now with delay, in
 // nanoseconds after the start: 1ns after now for a delay of zero or less,

@@ -121,3 +121,11 @@ func cancelledHookOf(task TimerTask) cancelledHook {
 type panicError struct{ value any }
 
 func (e panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+// executorRefused counts and logs an executor's refusal of a drain
+// function, which then runs on a goroutine of its own.
+func (h *HashedWheelTimer) executorRefused(err error) {
+	h.counters.executorFailures.Add(1)
+	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
+		"error", err)
+}

@@ -8,17 +8,18 @@ import (
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
 // Netty. Tick n covers deadlines in (n·tickDuration, (n+1)·tickDuration]
-// and is expired once the clock has reached its end, so a timeout never
-// expires before its deadline, and one whose deadline is a tick's end
-// expires at that end, as a runtime timer fires at its deadline. A timeout due more than one turn of the
-// wheel away waits in its bucket, passed over until its turn comes.
+// and is expired once the clock has reached its end: a timeout never
+// expires before its deadline, and one due on a tick's end expires at that
+// end, as a runtime timer fires at its deadline. A timeout due more than a
+// turn of the wheel away waits in its bucket, passed over until its turn.
 //
 // Where Netty counts the turns left in each timeout, the wheel compares the
-// tick of the deadline in the timeout's state word with the current tick.
-// A Reset that moves a deadline later then needs no bookkeeping: the walk
-// that finds the timeout not yet due files it where its new deadline falls.
-// And the wheel knows a tick before which nothing in it is due, so that the
-// worker can sleep through the ticks in between instead of walking them.
+// tick of the deadline in the timeout's state word with the current one,
+// so a Reset that moves a deadline later needs nothing: the walk that
+// finds it not yet due files it where its new deadline falls. Invariant:
+// a timeout sits in a bucket whose tick is at or before its deadline's.
+// And the wheel knows a tick, earliest, before which nothing in it is due
+// (invariant), so that the worker sleeps through the ticks before it.
 //
 // Only the worker goroutine touches a wheel.
 type wheel struct {
@@ -28,15 +29,22 @@ type wheel struct {
 	tickDuration int64    // nanoseconds
 	tick         int64    // the next tick to expire
 	size         int      // timeouts linked in buckets
-	// earliest is a tick before which no timeout in the wheel is due:
-	// lowered by each link, recomputed once the wheel reaches it.
-	earliest int64
+	earliest     int64    // lowered by each link, recomputed once the wheel reaches it
 	// schedules holds the timeouts of ScheduleFunc that walks found due,
 	// still linked, for the worker to claim once the walk is done.
 	schedules []*timeout
 	// With verifyEachStep only: the links, unlinks and walks, and the
 	// steps, since the last check (verifyStep).
 	verifyCredit int
+}
+
+// bucket is one slot of the wheel: a doubly-linked list of timeouts, in
+// the order they were added, through their next and prev fields, and a
+// tick no timeout in it is due before: exact after its walk, lowered by
+// each add, left low by removals, the largest tick while it is empty.
+type bucket struct {
+	head, tail *timeout
+	minDue     int64
 }
 
 func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
@@ -63,7 +71,7 @@ func (wh *wheel) insert(t *timeout) bool {
 			return false
 		}
 		if t.word.CompareAndSwap(w, withState(w, stateScheduled)) {
-			wh.link(t, max(wh.tickDue(deadlineOf(w)), wh.tick))
+			wh.link(t, max(tickDue(deadlineOf(w), wh.tickDuration), wh.tick))
 			wh.size++
 			return true
 		}
@@ -74,16 +82,24 @@ func (wh *wheel) insert(t *timeout) bool {
 // deadline falls in, after a Reset moved that deadline earlier.
 func (wh *wheel) refile(t *timeout) {
 	wh.unlink(t)
-	wh.link(t, max(wh.tickDue(deadlineOf(t.word.Load())), wh.tick))
+	wh.link(t, max(tickDue(deadlineOf(t.word.Load()), wh.tickDuration), wh.tick))
 }
 
 // link appends t to the bucket of tick due.
 func (wh *wheel) link(t *timeout, due int64) {
-	i := due & wh.mask
 	if verifyEachStep {
 		wh.verifyCredit++
 	}
-	wh.buckets[i].add(t, due)
+	i := due & wh.mask
+	b := &wh.buckets[i]
+	t.prev, t.next = b.tail, nil
+	if b.tail == nil {
+		b.head = t
+	} else {
+		b.tail.next = t
+	}
+	b.tail = t
+	b.minDue = min(b.minDue, due)
 	t.bucket = uint32(i) + 1
 	wh.occupied[i>>6] |= 1 << (i & 63)
 	wh.earliest = min(wh.earliest, due)
@@ -91,14 +107,24 @@ func (wh *wheel) link(t *timeout, due int64) {
 
 // unlink removes t from its bucket.
 func (wh *wheel) unlink(t *timeout) {
-	i := int64(t.bucket - 1)
 	if verifyEachStep {
 		wh.verifyCredit++
 	}
+	i := int64(t.bucket - 1)
 	b := &wh.buckets[i]
-	b.remove(t)
-	t.bucket = 0
+	if t.prev == nil {
+		b.head = t.next
+	} else {
+		t.prev.next = t.next
+	}
+	if t.next == nil {
+		b.tail = t.prev
+	} else {
+		t.next.prev = t.prev
+	}
+	t.next, t.prev, t.bucket = nil, nil, 0
 	if b.head == nil {
+		b.minDue = math.MaxInt64
 		wh.occupied[i>>6] &^= 1 << (i & 63)
 	}
 }
@@ -117,98 +143,73 @@ type expiry struct {
 	misplaced int // found due with a deadline after now: kept, never fired early
 }
 
-// expire walks the current tick's bucket: it claims each timeout due by
-// now, unlinks it and appends it to due; it claims each due run of a
-// periodic timeout, appends it to due and files the timeout for its next
-// run; and it files elsewhere each timeout that a Reset moved to another
-// bucket's tick. Cancelled timeouts are left for the cancellation pass;
-// due timeouts of ScheduleFunc, for the worker to claim (wh.schedules).
-// now is the clock, in nanoseconds after the start, at or after the end of
-// the current tick.
+// expire walks the current tick's bucket, at now, at or after its end, and
+// moves to the next tick. It claims each timeout due, unlinks it and
+// appends it to due; claims each due run of a periodic timeout, appends it
+// and files the timeout for its next run; and files elsewhere each timeout
+// that a Reset moved to another tick. It leaves cancelled ones to the
+// cancellation pass, and due schedules of ScheduleFunc to the worker
+// (wh.schedules), whose claim calls user code.
 func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
-	var ex expiry
-	i := wh.tick & wh.mask
 	if verifyEachStep {
 		wh.verifyCredit++
 	}
-	b := &wh.buckets[i]
+	var ex expiry
+	end := wh.endOf(wh.tick)
+	b := &wh.buckets[wh.tick&wh.mask]
 	b.minDue = math.MaxInt64 // recomputed from what stays
-	for t := b.head; t != nil; {
-		next := t.next
-		due = wh.visit(b, t, now, due, &ex)
-		t = next
-	}
-	if b.head == nil {
-		b.minDue = math.MaxInt64
-		wh.occupied[i>>6] &^= 1 << (i & 63)
-	}
-	return due, ex
-}
-
-// visit is expire's step for one timeout t of bucket b.
-func (wh *wheel) visit(b *bucket, t *timeout, now int64, due []*timeout, ex *expiry) []*timeout {
-	end := wh.tickEnd()
-	for {
+	for t, next := b.head, (*timeout)(nil); t != nil; t = next {
+		next = t.next
+	visit:
 		w := t.word.Load()
 		if stateOf(w) != stateScheduled {
-			return due // cancelled: the cancellation pass unlinks it
+			continue // cancelled: the cancellation pass unlinks it
 		}
 		d := deadlineOf(w)
 		switch {
 		case d > end: // not due in this tick
-			if tick := wh.tickDue(d); tick&wh.mask == wh.tick&wh.mask {
+			if tick := tickDue(d, wh.tickDuration); tick&wh.mask == wh.tick&wh.mask {
 				b.minDue = min(b.minDue, tick) // a later turn
 			} else {
 				wh.unlink(t) // Reset moved it later
 				wh.link(t, tick)
 			}
-			return due
 		case d > now:
 			ex.misplaced++
 			b.minDue = min(b.minDue, wh.tick)
-			return due
 		case t.period == scheduledPeriod:
-			// Its claim calls the Scheduler's Next, user code that may
-			// call Stop or runtime.Goexit: it waits, linked, until the
-			// walk is done (worker.claimSchedules).
 			wh.schedules = append(wh.schedules, t)
-			return due
 		case t.period != 0:
-			next, run, skipped := t.claimPeriodic(w, wh.tickOf(now)*wh.tickDuration)
-			if !t.word.CompareAndSwap(w, next) {
-				continue
+			word, run, skipped := t.claimEvery(w, wh.tickOf(now)*wh.tickDuration)
+			if !t.word.CompareAndSwap(w, word) {
+				goto visit
 			}
 			ex.skipped += skipped
 			wh.unlink(t)
-			wh.link(t, wh.tickDue(deadlineOf(next)))
-			if !run {
-				return due
+			wh.link(t, tickDue(deadlineOf(word), wh.tickDuration))
+			if run {
+				t.markRunFor(d)
+				ex.runs++
+				due = append(due, t)
 			}
-			t.markRunFor(d)
-			ex.runs++
-			return append(due, t)
 		case t.word.CompareAndSwap(w, withState(w, stateExpired)):
 			wh.remove(t)
 			ex.expired++
-			return append(due, t)
+			due = append(due, t)
+		default:
+			goto visit // cancelled or moved meanwhile
 		}
 	}
-}
-
-// advance moves to the next tick.
-func (wh *wheel) advance() {
 	wh.tick++
 	if wh.earliest < wh.tick {
 		wh.earliest = wh.findEarliest(wh.tick)
 	}
+	return due, ex
 }
 
-// skipIdleTicks moves the wheel past the ticks before its earliest due
-// tick, but not past tick limit: nothing in the skipped ticks' buckets is
-// due in them.
-func (wh *wheel) skipIdleTicks(limit int64) {
-	wh.tick = max(wh.tick, min(wh.earliest, limit))
-}
+// nextTick returns the tick the worker expires next, at now: the current
+// one, or, up to the tick that covers now, the first with something due.
+func (wh *wheel) nextTick(now int64) int64 { return max(wh.tick, min(wh.earliest, wh.tickOf(now))) }
 
 // findEarliest returns a tick, from or later, before which no timeout in
 // the wheel is due: the least bound of the buckets, which it scans from
@@ -238,14 +239,6 @@ func (wh *wheel) findEarliest(from int64) int64 {
 // nanoseconds after the start: the ticks before it may be expired.
 func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration }
 
-// tickDue returns the tick that covers deadline, a non-negative instant:
-// the first whose end is at or after it (tick 0 for deadline 0).
-func (wh *wheel) tickDue(deadline int64) int64 { return tickDue(deadline, wh.tickDuration) }
-
-// tickEnd returns the instant, in nanoseconds after the start, at which the
-// current tick may be expired.
-func (wh *wheel) tickEnd() int64 { return wh.endOf(wh.tick) }
-
 // endOf returns the instant at which tick ends, saturating instead of
 // overflowing.
 func (wh *wheel) endOf(tick int64) int64 {
@@ -258,10 +251,14 @@ func (wh *wheel) endOf(tick int64) int64 {
 // clear unlinks every timeout and calls f for each.
 func (wh *wheel) clear(f func(*timeout)) {
 	for i := range wh.buckets {
-		wh.buckets[i].clear(func(t *timeout) {
-			t.bucket = 0
+		b := &wh.buckets[i]
+		for t := b.head; t != nil; {
+			next := t.next
+			t.next, t.prev, t.bucket = nil, nil, 0
 			f(t)
-		})
+			t = next
+		}
+		*b = bucket{minDue: math.MaxInt64}
 	}
 	clear(wh.occupied)
 	wh.size = 0
@@ -357,59 +354,4 @@ func (wh *wheel) verifyBucket(i int, exact bool) (linked int, err error) {
 		return 0, fmt.Errorf("empty bucket %d has the bound %d", i, b.minDue)
 	}
 	return linked, nil
-}
-
-// bucket is one slot of the wheel: a doubly-linked list of timeouts, in
-// the order they were added, and a bound on when any of them is due. Only
-// the worker goroutine touches it.
-type bucket struct {
-	head, tail *timeout
-	// minDue is a tick no timeout in the bucket is due before: exact after
-	// the bucket's walk, lowered by each add, left low by removals; the
-	// largest tick when the bucket is empty.
-	minDue int64
-}
-
-// add appends t, due at tick due.
-func (b *bucket) add(t *timeout, due int64) {
-	t.prev = b.tail
-	t.next = nil
-	if b.tail == nil {
-		b.head = t
-	} else {
-		b.tail.next = t
-	}
-	b.tail = t
-	b.minDue = min(b.minDue, due)
-}
-
-// remove unlinks t, which must be linked in b.
-func (b *bucket) remove(t *timeout) {
-	next := t.next
-	if t.prev == nil {
-		b.head = next
-	} else {
-		t.prev.next = next
-	}
-	if next == nil {
-		b.tail = t.prev
-	} else {
-		next.prev = t.prev
-	}
-	t.next, t.prev = nil, nil
-	if b.head == nil {
-		b.minDue = math.MaxInt64
-	}
-}
-
-// clear unlinks every timeout and calls f for each, in order.
-func (b *bucket) clear(f func(*timeout)) {
-	for t := b.head; t != nil; {
-		next := t.next
-		t.next, t.prev = nil, nil
-		f(t)
-		t = next
-	}
-	b.head, b.tail = nil, nil
-	b.minDue = math.MaxInt64
 }

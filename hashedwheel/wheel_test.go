@@ -28,12 +28,12 @@ func newTestTimeout(deadline int64) *timeout {
 func expireTicks(tb testing.TB, wh *wheel, n int, firedAt map[*timeout]int64) {
 	tb.Helper()
 	for i := 0; i < n; i++ {
-		due, ex := wh.expire(wh.tickEnd(), nil)
+		tick := wh.tick
+		due, ex := wh.expire(wh.endOf(tick), nil)
 		require.Zero(tb, ex.misplaced, "misplaced timeouts")
 		for _, t := range due {
-			firedAt[t] = wh.tick
+			firedAt[t] = tick
 		}
-		wh.advance()
 	}
 }
 
@@ -102,12 +102,12 @@ func TestWheelFiresOnTheTickCoveringTheDeadline(t *testing.T) {
 				require.True(t, wh.insert(to))
 			}
 			if rng.IntN(4) == 0 {
-				wh.skipIdleTicks(wh.tick + rng.Int64N(3*int64(size)))
+				wh.tick = wh.nextTick((wh.tick + rng.Int64N(3*int64(size))) * wheelTick)
 			}
 			expireTicks(t, wh, rng.IntN(3)+1, firedAt)
 		}
 		for wh.size > 0 {
-			wh.skipIdleTicks(math.MaxInt64)
+			wh.tick = wh.nextTick(math.MaxInt64)
 			expireTicks(t, wh, 1, firedAt)
 		}
 		require.Len(t, firedAt, len(want), "wheel of %d: every timeout expires", size)
@@ -141,7 +141,7 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 	// Cancel's compare-and-swap, without the report to a timer.
 	require.True(t, due.cancelForStop())
 	require.True(t, later.cancelForStop())
-	fired, _ := wh.expire(wh.tickEnd(), nil)
+	fired, _ := wh.expire(wh.endOf(wh.tick), nil)
 	assert.Empty(t, fired)
 	assert.Equal(t, 2, wh.size, "both still linked")
 	wh.remove(due)
@@ -176,7 +176,7 @@ func TestWheelResetLaterIsFiledWhenItsOldTickComes(t *testing.T) {
 	assert.Empty(t, firedAt, "not at its old deadline")
 	assert.Equal(t, uint32(3), to.bucket-1, "filed by its new deadline at tick 2")
 	assert.Equal(t, int64(11), wh.earliest)
-	wh.skipIdleTicks(100)
+	wh.tick = wh.nextTick(100 * wheelTick)
 	assert.Equal(t, int64(11), wh.tick, "the ticks before it are skipped")
 	expireTicks(t, wh, 1, firedAt)
 	assert.Equal(t, int64(11), firedAt[to])
@@ -195,7 +195,7 @@ func TestWheelRefileMovesATimeoutEarlier(t *testing.T) {
 	assert.Equal(t, int64(3), wh.earliest)
 	assert.Equal(t, 1, wh.size)
 	firedAt := map[*timeout]int64{}
-	wh.skipIdleTicks(50)
+	wh.tick = wh.nextTick(50 * wheelTick)
 	expireTicks(t, wh, 1, firedAt)
 	assert.Equal(t, int64(3), firedAt[to])
 	assert.Zero(t, wh.size)
@@ -211,9 +211,8 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	to := newTestTimeout(period)
 	to.period = period
 	require.True(t, wh.insert(to))
-	wh.skipIdleTicks(100)
-	due, ex := wh.expire(wh.tickEnd(), nil)
-	wh.advance()
+	wh.tick = wh.nextTick(100 * wheelTick)
+	due, ex := wh.expire(wh.endOf(wh.tick), nil)
 	require.Equal(t, []*timeout{to}, due)
 	assert.Equal(t, 1, ex.runs)
 	w := to.word.Load()
@@ -233,7 +232,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	require.True(t, to.startRun())
 	require.False(t, to.endRun(), "the run returned; none owed")
 	wh.tick = 14 // the tick ending at 15ms
-	due, _ = wh.expire(wh.tickEnd(), nil)
+	due, _ = wh.expire(wh.endOf(wh.tick), nil)
 	assert.Equal(t, []*timeout{to}, due)
 	assert.Equal(t, 6*period, deadlineOf(to.word.Load()))
 	assert.Equal(t, 1, wh.size, "a periodic timeout stays in the wheel")
@@ -289,55 +288,55 @@ func TestWheelEarliestFollowsExpiry(t *testing.T) {
 	var order []int64
 	for wh.size > 0 {
 		order = append(order, wh.earliest)
-		wh.skipIdleTicks(math.MaxInt64)
+		wh.tick = wh.nextTick(math.MaxInt64)
 		expireTicks(t, wh, 1, map[*timeout]int64{})
 	}
 	assert.Equal(t, []int64{7, 40, 1000}, order)
 	assert.Equal(t, int64(math.MaxInt64), wh.earliest)
 }
 
-func TestWheelSkipIdleTicks(t *testing.T) {
+func TestWheelNextTickSkipsIdleTicks(t *testing.T) {
 	wh := newWheel(4, wheelTick)
-	wh.skipIdleTicks(10)
-	assert.Equal(t, int64(10), wh.tick, "empty: up to the limit")
-	wh.skipIdleTicks(3)
+	wh.tick = wh.nextTick(10 * wheelTick)
+	assert.Equal(t, int64(10), wh.tick, "empty: up to the tick covering now")
+	wh.tick = wh.nextTick(3 * wheelTick)
 	assert.Equal(t, int64(10), wh.tick, "never backwards")
 	require.True(t, wh.insert(newTestTimeout(inTick(20))))
-	wh.skipIdleTicks(50)
+	wh.tick = wh.nextTick(50 * wheelTick)
 	assert.Equal(t, int64(20), wh.tick, "not past a due tick")
 }
 
 func TestWheelTickEndSaturates(t *testing.T) {
 	wh := newWheel(1, wheelTick)
 	wh.tick = math.MaxInt64/wheelTick - 1
-	assert.Equal(t, (wh.tick+1)*wheelTick, wh.tickEnd(), "the last tick that ends in range")
+	assert.Equal(t, (wh.tick+1)*wheelTick, wh.endOf(wh.tick), "the last tick that ends in range")
 	wh.tick++
-	assert.Equal(t, int64(math.MaxInt64), wh.tickEnd())
+	assert.Equal(t, int64(math.MaxInt64), wh.endOf(wh.tick))
 
 	huge := newWheel(1, 1<<62)
-	assert.Equal(t, int64(1<<62), huge.tickEnd(), "tick 0 of a huge tick ends in range")
-	huge.advance()
-	assert.Equal(t, int64(math.MaxInt64), huge.tickEnd())
+	assert.Equal(t, int64(1<<62), huge.endOf(0), "tick 0 of a huge tick ends in range")
+	assert.Equal(t, int64(math.MaxInt64), huge.endOf(1))
 }
 
 func TestBucketRemoveKeepsOrder(t *testing.T) {
-	b := bucket{minDue: math.MaxInt64}
+	wh := newWheel(1, wheelTick) // one bucket: every tick's
+	b := &wh.buckets[0]
 	ts := make([]*timeout, 4)
 	for i := range ts {
 		ts[i] = newTestTimeout(int64(8 * i))
-		b.add(ts[i], int64(10+i))
+		wh.link(ts[i], int64(10+i))
 	}
 	assert.Equal(t, int64(10), b.minDue)
-	b.remove(ts[0]) // head
-	b.remove(ts[2]) // middle
-	b.remove(ts[3]) // tail
+	wh.unlink(ts[0]) // head
+	wh.unlink(ts[2]) // middle
+	wh.unlink(ts[3]) // tail
 	require.Same(t, ts[1], b.head)
 	require.Same(t, ts[1], b.tail)
 	assert.Nil(t, ts[1].prev)
 	assert.Nil(t, ts[1].next)
-	b.add(ts[0], 10)
+	wh.link(ts[0], 10)
 	var order []int64
-	b.clear(func(t *timeout) { order = append(order, deadlineOf(t.word.Load())) })
+	wh.clear(func(t *timeout) { order = append(order, deadlineOf(t.word.Load())) })
 	assert.Equal(t, []int64{8, 0}, order)
 	assert.Nil(t, b.head)
 	assert.Equal(t, int64(math.MaxInt64), b.minDue)

@@ -13,32 +13,35 @@ import (
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
+// worker is the goroutine that owns the wheel, as Netty's Worker: it waits
+// for a tick, takes in what producers handed it, expires the tick's bucket
+// and hands the due tasks to the executor. Everything here but the timer's
+// atomics is touched by the worker alone.
+type worker struct {
+	timer      *HashedWheelTimer
+	wheel      *wheel
+	dispatcher *dispatch.Dispatcher[*timeout]
+	staged     staging    // collected beyond a tick's budget, not yet in the wheel
+	due        []*timeout // claimed, not yet dispatched
+	hooked     []*timeout // cancelled, whose Cancelled hook is yet to run
+	hookNext   int        // hooked[:hookNext] have run or are running
+	stopped    bool       // shutdown has run
+
+	transfersLeft int   // of the budget of the tick budgetTick
+	budgetTick    int64 //
+	lastActive    int64 // the tick of the last pass that did something: the worker lingers after it
+	lingerTicks   int64 // quiet ticks before the worker sleeps until due
+	plannedWake   int64 // when the worker is due back: the end of the tick it waits for, or of the one its pass began in
+	maxLag        int64
+	grewAt        int64 // when a dispatch last needed a storm-sized list
+	claimFrom     int64 // the start of the first tick not ended at the pass's now (claimSchedules)
+	sortKeys      []deadlineKey
+}
+
 // lingerTime is how long a worker keeps ticking after its last activity
 // before it sleeps until the next due timeout: timeouts made and cancelled
-// back to back then do not pay a wake-up each.
+// back to back then pay no wake-up each.
 const lingerTime = 50 * time.Millisecond
-
-// worker is the goroutine that owns the wheel. Everything here but the
-// timer's atomics is touched by the worker alone.
-type worker struct {
-	timer         *HashedWheelTimer
-	wheel         *wheel
-	dispatcher    *dispatch.Dispatcher[*timeout]
-	due           []*timeout // claimed timeouts not yet dispatched
-	sortScratch   []deadlineKey
-	staged        staging // collected beyond a tick's budget, not yet in the wheel
-	transfersLeft int     // of the current tick's maxTransfersPerTick
-	budgetTick    int64   // the tick transfersLeft was renewed for
-	stopped       bool    // shutdown has run
-	lastActive    int64   // the tick of the last pass that did something
-	lingerTicks   int64   // quiet ticks before the worker sleeps until due
-	maxLag        int64
-	plannedWake   int64      // when the next pass is due: the end of the tick it waits for
-	grewAt        int64      // when a dispatch last needed a storm-sized list
-	hooked        []*timeout // completed cancellations whose hook is yet to run
-	hookNext      int        // hooked[:hookNext] have run or are running
-	claimFrom     int64      // the start of the first tick not ended at the pass's now, for claimSchedules
-}
 
 func newWorker(h *HashedWheelTimer) *worker {
 	linger := max(2, int64(lingerTime/h.config.tickDuration))
@@ -72,13 +75,12 @@ func newWorker(h *HashedWheelTimer) *worker {
 	return w
 }
 
-// run is the worker goroutine; loop has its steps.
-//
-// A task run inline, or a Cancelled hook, that calls runtime.Goexit ends
-// the worker's goroutine: a new one takes over where it stopped.
+// run is the worker goroutine. A task run inline, a Cancelled hook or a
+// Scheduler that calls runtime.Goexit ends it: a new one finishes what it
+// interrupted (the rest of an inline dispatch, the schedules to claim, the
+// hooks), then carries on with the loop.
 func (w *worker) run() {
-	h := w.timer
-	h.workerID.Store(goid.Current())
+	w.timer.workerID.Store(goid.Current())
 	returned := false
 	defer func() {
 		if returned {
@@ -87,35 +89,25 @@ func (w *worker) run() {
 			go w.run()
 		}
 	}()
-	w.finishInterrupted()
-	w.loop()
-	returned = true
-}
-
-// finishInterrupted finishes what a task, hook or Scheduler's Next that
-// called runtime.Goexit interrupted: the rest of an inline dispatch, the
-// schedules to claim and the tasks claimed with them, the hooks to call.
-func (w *worker) finishInterrupted() {
 	w.dispatcher.RunInline()
 	if len(w.wheel.schedules) > 0 {
 		w.claimSchedules()
 		w.dispatchExpired(w.timer.now())
 	}
 	w.runCancelledHooks()
+	w.loop()
+	returned = true
 }
 
-// loop runs, until Stop, the steps of Netty's Worker.run: wait for the
-// next tick, process the cancellations, move new timeouts into their
-// buckets, expire the tick's bucket; then hand the expired tasks to the
-// executor and call the Cancelled hooks, after them so that a slow hook
-// delays no task due in the tick. Cancellations come first, as in Netty
-// 4.2, so that a timeout cancelled before its tick is never claimed and
-// is counted out before the tick's tasks run.
+// loop runs Netty's Worker.run until Stop: wait for the next tick, process
+// the cancellations, move new timeouts into their buckets, expire the
+// tick's bucket, hand its tasks to the executor. Cancellations come first,
+// so that a timeout cancelled before its tick is never claimed. The
+// Cancelled hooks run last, so that a slow hook delays no task of the tick.
 func (w *worker) loop() {
-	h := w.timer
 	for !w.stopped {
 		now, woken := w.waitForNextTick()
-		if h.state.Load() == timerStopped && !w.stopped {
+		if w.timer.state.Load() == timerStopped {
 			w.shutdown()
 			return
 		}
@@ -124,7 +116,9 @@ func (w *worker) loop() {
 		expired := w.expireTimeouts(now)
 		w.dispatchExpired(now)
 		w.runCancelledHooks()
-		w.trimAfterStorm(now)
+		if now-w.grewAt >= int64(trimAfter) {
+			w.trim()
+		}
 		if woken || cancelled || transferred || expired {
 			w.lastActive = w.wheel.tickOf(now) // linger: more may come
 		}
@@ -132,87 +126,63 @@ func (w *worker) loop() {
 }
 
 // waitForNextTick waits, as Netty's does, for the end of the next tick
-// that can expire something, and returns the clock then; it returns sooner
-// when a producer wakes the worker with work for it, or Stop does.
-//
-// While anything happened in the last lingerTime, the worker waits for the
-// end of each tick. Then it sleeps until the end of the first tick with
-// something due, forever if nothing is pending, and producers wake it for
-// every new timeout and every report, so that none waits for that tick.
-// It reports whether it slept until due and was woken: then the worker
-// lingers again.
+// that can expire something, and returns the clock then, or sooner when a
+// producer or Stop wakes the worker. While anything happened in the last
+// lingerTime, it waits for the end of each tick; then it sleeps until the
+// first tick with something due, forever if nothing is pending, and sets
+// idle, so that producers wake it for every new timeout and report. It
+// reports whether it was woken from such a sleep, and counts how late it
+// is for the tick it was due back at, whether or not anything was due.
 func (w *worker) waitForNextTick() (now int64, woken bool) {
 	h, wh := w.timer, w.wheel
 	for slept := false; ; slept = true {
 		now = h.now()
-		w.countLag(now)
-		if slept || now >= wh.endOf(w.nextTick(now)) || h.state.Load() == timerStopped {
+		if lag := now - w.plannedWake; lag > w.maxLag {
+			w.maxLag = lag
+			h.counters.maxTickLag.Store(lag)
+		}
+		if slept || now >= wh.endOf(wh.nextTick(now)) || h.state.Load() == timerStopped {
 			w.plannedWake = wh.endOf(wh.tickOf(now)) // back after this pass by the end of this tick
 			return now, woken
 		}
-		lingering := w.wheel.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0
-		until := wh.endOf(max(wh.tick, wh.earliest))
-		if lingering {
-			until = wh.endOf(w.nextTick(now))
+		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
+			w.plannedWake = wh.endOf(wh.nextTick(now))
+			h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
+			continue
 		}
-		w.plannedWake = until
-		if lingering {
-			h.sleeper.Sleep(instant(h.startNanos, until))
-		} else {
-			woken = w.sleepUntilDue(until)
-		}
+		w.plannedWake = wh.endOf(max(wh.tick, wh.earliest))
+		w.trim()
+		h.idle.Store(true)
+		// A producer that pushed before it could see the flag will not wake
+		// the worker: look again now that the flag is visible.
+		if (!h.intakeEmpty() || h.state.Load() == timerStopped) && h.idle.CompareAndSwap(true, false) {
+			continue
+		} // else a producer took the flag and wakes the worker: Sleep returns at once
+		h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
+		h.idle.Store(false)
+		woken = true
 	}
 }
 
-// sleepUntilDue sleeps until end, the end of the first tick with anything
-// due, telling producers to wake it meanwhile. It reports whether it slept.
-func (w *worker) sleepUntilDue(end int64) (slept bool) {
-	h := w.timer
-	w.trim()
-	h.idle.Store(true)
-	// A producer that pushed before it could see the flag will not wake us:
-	// look again now that the flag is visible.
-	if !h.intakeEmpty() || h.state.Load() == timerStopped {
-		if h.idle.CompareAndSwap(true, false) {
-			return false
-		}
-		// A producer took the flag and is waking us: Sleep returns at once.
-	}
-	h.sleeper.Sleep(instant(h.startNanos, end))
-	h.idle.Store(false)
-	return true
-}
-
-// nextTick returns the tick the worker expires next, skipping, up to the
-// tick that covers now, those before the first with something due.
-func (w *worker) nextTick(now int64) int64 {
-	wh := w.wheel
-	return max(wh.tick, min(wh.earliest, wh.tickOf(now)))
-}
-
-// processCancelledTasks is the step of a tick that unlinks the timeouts
-// cancelled in a bucket, as Netty's processCancelledTasks, and files again
-// those a Reset moved earlier. It reports whether it found any.
+// processCancelledTasks unlinks the timeouts in a bucket that Cancel
+// reported, as Netty's processCancelledTasks, and files again those a
+// Reset moved earlier. It reports whether it found any.
 func (w *worker) processCancelledTasks() (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("processCancelledTasks")
 	}
 	for i := range w.timer.shards {
 		s := &w.timer.shards[i]
-		for !w.stopped {
-			t, ok := s.cancelled.Pop()
-			if !ok {
-				break
-			}
+		if !s.reported.Load() {
+			continue
+		}
+		s.reported.Store(false) // before the pops: a report after them sets it again
+		for t, ok := s.cancelled.Pop(); ok; t, ok = s.cancelled.Pop() {
 			found = true
 			w.wheel.remove(t)
 			w.cancellationDone(t)
 		}
-		for !w.stopped {
-			t, ok := s.moved.Pop()
-			if !ok {
-				break
-			}
+		for t, ok := s.moved.Pop(); ok; t, ok = s.moved.Pop() {
 			found = true
 			// Still scheduled, it is in a bucket; cancelled or expired
 			// since, it is or was unlinked by its own path.
@@ -224,77 +194,51 @@ func (w *worker) processCancelledTasks() (found bool) {
 	return found
 }
 
-// cancellationDone records that the timeout t, cancelled (and counted by
-// its Cancel), has left the wheel or the intake for good: runCancelledHooks
-// calls its Cancelled hook, if it has one, once the pass has placed or
-// dropped the timeouts in hand and handed the due tasks over: a hook may
-// call Stop, which must find every timeout on an intake stack, staged,
-// reported or in the wheel, and a slow hook must not delay the tasks due
-// in the same tick.
+// cancellationDone records that t, cancelled (and counted by its Cancel),
+// has left the wheel or the intake for good. Its Cancelled hook, if it
+// has one, runs at the end of the pass: a hook may call Stop, which must
+// find every timeout placed, and must not delay the tasks of the tick.
 func (w *worker) cancellationDone(t *timeout) {
 	if cancelledHookOf(t.task) != nil {
 		w.hooked = append(w.hooked, t)
 	}
 }
 
-// dropCancelledQueued completes the cancellation of t, which was cancelled
-// before the worker took it in.
-func (w *worker) dropCancelledQueued(t *timeout) {
-	t.forgetBelow()
-	w.cancellationDone(t)
-}
+// The worker's budgets per tick, as Netty's 100 000: producers adding in
+// a tight loop cannot starve expiry. A tick moves at most
+// maxTransfersPerTick new timeouts into the wheel, counting those moved
+// between it and the next; the rest wait, staged, for the ticks that
+// follow. Dropping a staged timeout cancelled meanwhile costs far less,
+// and has a limit of its own.
+const (
+	maxTransfersPerTick = 100_000
+	maxDiscardsPerTick  = 10 * maxTransfersPerTick
+	transferBatch       = 64 // staged timeouts moved at a time
+)
 
-// maxTransfersPerTick bounds the new timeouts moved into the wheel per
-// tick, counting those moved between it and the next, so that producers
-// adding in a tight loop cannot starve expiry; the rest wait, staged, for
-// the following ticks (Netty's 100 000).
-const maxTransfersPerTick = 100_000
-
-// maxDiscardsPerTick bounds the staged timeouts, cancelled after the
-// worker collected them, that one tick drops on its way to the timeouts it
-// moves; the rest are dropped by the ticks that follow. Dropping one costs
-// far less than placing one, so they get a limit of their own.
-const maxDiscardsPerTick = 10 * maxTransfersPerTick
-
-// transferBatch is how many staged timeouts are moved at a time.
-const transferBatch = 64
-
-// transferTimeoutsToBuckets is the step of a tick that moves new timeouts
-// into the wheel, as Netty's: first those staged, oldest first, then those
-// on the intake stacks, at most maxTransfersPerTick a tick. Those
-// cancelled before they got there are dropped. The budget is renewed once
-// per tick that covers now; a pass between ticks uses what is left of it.
-// It reports whether it took in or dropped any.
+// transferTimeoutsToBuckets moves new timeouts into the wheel, as Netty's:
+// first those staged, oldest first, then those on the intake stacks, while
+// the tick's budget lasts, and drops those cancelled meanwhile. It stages
+// the rest, still queued, and every timeout collected while any is staged,
+// so that each producer's reach the wheel in the order they were made. It
+// reports whether it took in or dropped any.
 func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("transferTimeoutsToBuckets")
 	}
 	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
-		w.transfersLeft = maxTransfersPerTick
-		w.budgetTick = tick
+		w.transfersLeft, w.budgetTick = maxTransfersPerTick, tick
 	}
-	found = w.transferStaged()
-	if !w.stopped && w.collectIntake() {
-		found = true
-	}
-	return found
-}
-
-// transferStaged moves staged timeouts into the wheel while the budget
-// lasts, dropping at most maxDiscardsPerTick cancelled ones. It reports
-// whether there were any.
-func (w *worker) transferStaged() (found bool) {
-	discards := maxDiscardsPerTick
 	var buf [transferBatch]*timeout
-	for w.transfersLeft > 0 && discards > 0 && !w.stopped {
+	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped; {
 		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
 		if n == 0 {
 			break
 		}
 		found = true
-		// The timeouts were written on other cores and staged long ago:
-		// load their states first, with plain loads the processor overlaps,
-		// instead of one cache miss after another under compare-and-swap.
+		// Written on other cores and staged long ago: their states are
+		// loaded first, with plain loads the processor overlaps, instead
+		// of one cache miss after another under compare-and-swap.
 		var states [transferBatch]uint64
 		for j, t := range buf[:n] {
 			states[j] = t.currentState()
@@ -302,66 +246,61 @@ func (w *worker) transferStaged() (found bool) {
 		for j, t := range buf[:n] {
 			if states[j] != stateCancelled && w.wheel.insert(t) {
 				w.transfersLeft--
-			} else { // cancelled since it was staged
-				w.dropCancelledQueued(t)
+			} else {
+				w.drop(t)
 				discards--
 			}
 			buf[j] = nil
 		}
 	}
-	return found
-}
-
-// collectIntake collects every timeout off the intake stacks, oldest first
-// on each: it drops those cancelled while queued and moves the others into
-// the wheel while the budget lasts. It stages the rest, still queued, and
-// every timeout while any is staged, so that they reach the wheel in the
-// order they were made. It reports whether there were any.
-func (w *worker) collectIntake() (found bool) {
-	h := w.timer
-	for i := 0; i < len(h.shards) && !w.stopped; i++ {
-		batch := h.shards[i].collect()
-		if batch.head != nil || batch.unlinked != 0 {
-			found = true
-		}
-		for t := batch.pop(); t != nil; t = batch.pop() {
+	for i := 0; i < len(w.timer.shards) && !w.stopped; i++ {
+		head, unlinked := w.timer.shards[i].collect()
+		found = found || head != nil || unlinked != 0
+		for t := head; t != nil; {
+			next := t.next
+			t.next = nil
 			switch {
 			case t.currentState() == stateCancelled:
-				w.dropCancelledQueued(t)
+				w.drop(t)
 			case w.transfersLeft > 0 && w.staged.len() == 0:
 				if w.wheel.insert(t) {
 					w.transfersLeft--
 				} else { // cancelled just now
-					w.dropCancelledQueued(t)
+					w.drop(t)
 				}
 			default:
 				w.staged.push(t)
 			}
+			t = next
 		}
 	}
 	return found
 }
 
-// expireTimeouts is the step that expires the next tick's bucket, as
-// Netty's HashedWheelBucket.expireTimeouts, if that tick has ended by now,
-// and moves to the tick after it. Ticks before the first with anything due
-// are skipped: their buckets hold nothing due in them. It reports whether
-// it claimed or skipped any run.
+// drop completes the cancellation of t, cancelled while queued.
+func (w *worker) drop(t *timeout) {
+	t.forgetBelow() // a caller keeping it keeps nothing else alive
+	w.cancellationDone(t)
+}
+
+// expireTimeouts expires the next tick's bucket, as Netty's
+// HashedWheelBucket.expireTimeouts, if that tick has ended by now, and
+// moves to the tick after it; ticks before the first with anything due
+// are skipped. It reports whether it claimed or skipped any run.
 func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	if verifyEachStep {
 		defer w.checkWheel("expireTimeouts")
 	}
+	h, wh := w.timer, w.wheel
 	if w.stopped {
 		return false
 	}
-	h, wh := w.timer, w.wheel
-	wh.skipIdleTicks(wh.tickOf(now))
-	if now < wh.tickEnd() {
+	wh.tick = wh.nextTick(now) // nothing in the skipped ticks' buckets is due in them
+	if now < wh.endOf(wh.tick) {
 		return false
 	}
-	due, ex := wh.expire(now, w.due)
-	w.due = due
-	wh.advance()
+	var ex expiry
+	w.due, ex = wh.expire(now, w.due)
 	if ex.misplaced > 0 {
 		if verifyEachStep {
 			panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: %d timeouts found due before their deadline in tick %d",
@@ -370,7 +309,9 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 		h.config.logger.Error("hashedwheel: timeouts found due before their deadline; kept until due",
 			"count", ex.misplaced, "tick", wh.tick-1)
 	}
-	w.countTick(ex)
+	h.counters.ticks.Add(1)
+	h.counters.periodicSkipped.Add(uint64(ex.skipped))
+	w.countExpired(ex.expired)
 	claimed = ex.expired+ex.runs+ex.skipped > 0
 	if len(wh.schedules) > 0 {
 		w.claimFrom = wh.tickOf(now) * wh.tickDuration
@@ -379,30 +320,12 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	return claimed
 }
 
-// countLag counts how late the worker is at now for the tick it was due
-// back at (plannedWake), whether or not anything was due in that tick: a
-// pass that a hook held up, or a wake-up the process was too busy for.
-func (w *worker) countLag(now int64) {
-	if lag := now - w.plannedWake; lag > w.maxLag {
-		w.maxLag = lag
-		w.timer.counters.maxTickLag.Store(lag)
-	}
-}
-
-// countTick updates the counters after a tick's walk did ex.
-func (w *worker) countTick(ex expiry) {
-	h := w.timer
-	h.counters.ticks.Add(1)
-	w.countExpired(ex.expired)
-	h.counters.periodicSkipped.Add(uint64(ex.skipped))
-}
-
-// countExpired counts n timeouts expired.
+// countExpired counts n timeouts expired, and frees their places under
+// the pending limit before they run, so that a task may schedule again at
+// the limit (Netty a0e375bbc0).
 func (w *worker) countExpired(n int) {
 	h := w.timer
 	if n > 0 {
-		// Count them out before they run, so that a task can schedule
-		// again at the pending limit (Netty a0e375bbc0).
 		h.counters.expired.Add(uint64(n))
 		if h.maxPending > 0 {
 			h.admitted.Add(-int64(n))
@@ -410,26 +333,22 @@ func (w *worker) countExpired(n int) {
 	}
 }
 
-// maxDeferredDue bounds the claimed timeouts a late worker collects over
-// the ticks it catches up before it dispatches them.
-const maxDeferredDue = maxTransfersPerTick
+// The worker's lists after a storm: a late worker collects at most
+// maxDeferredDue claimed timeouts over the ticks it catches up before it
+// dispatches them; the lists grown beyond maxKeptDue are dropped once none
+// needed that size for trimAfter, whether the worker sleeps or ticks.
+const (
+	maxDeferredDue = maxTransfersPerTick
+	maxKeptDue     = 1 << 14
+	trimAfter      = time.Second
+)
 
-// maxKeptDue bounds the capacity of the claimed-timeouts list the worker
-// keeps once it is quiet, so that a storm's size is not kept after it.
-const maxKeptDue = 1 << 14
-
-// maxKeptScratch bounds the sort scratch space the worker keeps between
-// ticks.
-const maxKeptScratch = 1 << 14
-
-// dispatchExpired hands the claimed timeouts to the dispatcher (see
-// internal/dispatch): on a pool, those that came due together start
-// together, up to the pool's size; with pool.Inline they run here, on the
-// worker goroutine, in deadline order. A late worker first catches up the
-// ticks it missed, so that their tasks start together, unless it has
-// collected maxDeferredDue of them.
+// dispatchExpired hands the claimed timeouts to the dispatcher: on a pool
+// those due together start together, up to its size; with pool.Inline
+// they run here, in deadline order. A late worker first catches up the
+// ticks it missed with something due, so that their tasks start together.
 func (w *worker) dispatchExpired(now int64) {
-	if w.stopped || len(w.due) >= maxDeferredDue || !w.behind(now) {
+	if w.wheel.endOf(w.wheel.nextTick(now)) > now || len(w.due) >= maxDeferredDue || w.stopped {
 		w.dispatch()
 	}
 }
@@ -440,59 +359,42 @@ func (w *worker) dispatch() {
 		return
 	}
 	due := w.due
-	// Emptied first: an inline task that calls runtime.Goexit leaves the
-	// rest to the dispatcher (see worker.finishInterrupted), none here.
-	w.due = w.due[:0]
+	w.due = w.due[:0] // emptied first: after an inline task's Goexit the dispatcher has the rest
 	if len(due) > maxKeptDue {
 		w.grewAt = w.timer.now()
 	}
 	if w.dispatcher.Inline() {
-		// Producers reach the worker through several stacks, so the order
-		// in which the timeouts arrived says nothing.
-		w.sortByDeadline(due)
+		w.sortByDeadline(due) // producers reach the worker through several stacks, in no order
 	}
 	w.dispatcher.Dispatch(due)
 }
 
-// behind reports whether a tick that can expire something has ended by
-// now and is yet to be processed.
-func (w *worker) behind(now int64) bool {
-	return w.wheel.endOf(w.nextTick(now)) <= now
-}
-
-// deadlineKey pairs a timeout with its deadline, so that sorting compares
-// contiguous keys instead of chasing a pointer per comparison.
+// deadlineKey pairs a timeout with the deadline its run is for, so that
+// sorting compares contiguous keys instead of chasing a pointer each time.
 type deadlineKey struct {
 	deadline int64
 	timeout  *timeout
 }
 
-// sortByDeadline sorts due by deadline.
+// sortByDeadline sorts due by the deadline each run is for.
 func (w *worker) sortByDeadline(due []*timeout) {
-	keys := w.sortScratch[:0]
+	keys := w.sortKeys[:0]
 	for _, t := range due {
-		d := deadlineOf(t.word.Load())
-		if t.period != 0 {
-			d = t.runFor(t.word.Load()) // the deadline the run is for, not the next
-		}
-		keys = append(keys, deadlineKey{d, t})
+		keys = append(keys, deadlineKey{t.runFor(), t}) // the deadline the run is for, not the next
 	}
 	slices.SortStableFunc(keys, func(a, b deadlineKey) int { return cmp.Compare(a.deadline, b.deadline) })
 	for i := range keys {
-		due[i] = keys[i].timeout
-		keys[i].timeout = nil
+		due[i], keys[i].timeout = keys[i].timeout, nil
 	}
-	w.sortScratch = keys
+	w.sortKeys = keys
 }
 
-// runCancelledHooks calls the Cancelled hooks of the cancellations counted
-// so far.
+// runCancelledHooks calls the Cancelled hooks of the cancellations done so
+// far. The list is read through w at each step, never as a copy: a hook
+// may call Stop, whose shutdown appends to it and runs the rest itself, or
+// runtime.Goexit, after which the worker's next goroutine does. Each entry
+// is taken before its hook runs, so that none runs twice.
 func (w *worker) runCancelledHooks() {
-	// A queue read through w at each step, never a copy of the slice: a
-	// hook may call Stop, whose shutdown appends to the list (reallocating
-	// it) and runs the rest itself, or runtime.Goexit, after which the
-	// worker's next goroutine does. Each entry is taken before its hook
-	// runs, so that none runs twice.
 	for w.hookNext < len(w.hooked) {
 		t := w.hooked[w.hookNext]
 		w.hooked[w.hookNext] = nil
@@ -502,50 +404,23 @@ func (w *worker) runCancelledHooks() {
 	w.hooked, w.hookNext = w.hooked[:0], 0
 }
 
-// trimAfter is how long the worker keeps the lists it grew for a storm
-// once they are no longer needed at that size, whether it sleeps or keeps
-// ticking: their capacity is worth keeping while a storm lasts, not after.
-const trimAfter = time.Second
-
-// trimAfterStorm drops the storm-sized lists at now, if none was needed at
-// that size for trimAfter.
-func (w *worker) trimAfterStorm(now int64) {
-	if now-w.grewAt >= int64(trimAfter) {
-		w.trim()
-	}
-}
-
 // trim drops the lists the worker grew for a storm.
 func (w *worker) trim() {
 	if cap(w.due) > maxKeptDue && len(w.due) == 0 {
 		w.due = nil
 	}
-	if cap(w.sortScratch) > maxKeptScratch {
-		w.sortScratch = nil
+	if cap(w.sortKeys) > maxKeptDue {
+		w.sortKeys = nil
 	}
 	if cap(w.hooked) > maxKeptDue && len(w.hooked) == 0 {
 		w.hooked = nil
 	}
 }
 
-// checkWheel panics, naming step, if the check after it finds the wheel
-// broken: the check of the wheeltimer_verify build tag (see
-// verifyEachStep and wheel.verifyStep).
+// checkWheel panics, naming step, if the check of the wheeltimer_verify
+// build tag finds the wheel broken after it (see wheel.verifyStep).
 func (w *worker) checkWheel(step string) {
-	w.wheelBroken(step, w.wheel.verifyStep())
-}
-
-// wheelBroken panics, naming step, if err, a check's, is not nil.
-func (w *worker) wheelBroken(step string, err error) {
-	if err != nil {
+	if err := w.wheel.verifyStep(); err != nil {
 		panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: the wheel's invariants are broken after %s: %v", step, err))
 	}
-}
-
-// executorRefused counts and logs an executor's refusal of a drain
-// function, which then runs on a goroutine of its own.
-func (h *HashedWheelTimer) executorRefused(err error) {
-	h.counters.executorFailures.Add(1)
-	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
-		"error", err)
 }

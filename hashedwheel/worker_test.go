@@ -193,7 +193,7 @@ func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
 		timeouts[i] = mustSchedule(t, h, noopTask, time.Hour)
 	}
 	fake.WaitAsleep()
-	h.worker.collectIntake() // the worker is asleep: the fake clock holds it
+	h.worker.transferTimeoutsToBuckets(h.now()) // the worker is asleep, its budget spent: it stages the rest
 	for _, to := range timeouts {
 		require.True(t, to.Cancel())
 	}
