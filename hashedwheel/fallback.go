@@ -51,10 +51,8 @@ func (h *HashedWheelTimer) afterFallback(delay time.Duration, err error) <-chan 
 // whose clock starts in the year 2000, the time since it is negative.
 var bubbleProbe = time.Now()
 
-// inABubbleNotItsOwn reports whether the caller runs in a testing/synctest
-// bubble while the timer was made outside every bubble. On the runtime's
-// clock the timer's own reading tells (it is negative there, see
-// scheduleTimeout); any other clock costs a reading of the runtime's.
-func (h *HashedWheelTimer) inABubbleNotItsOwn() bool {
-	return h.probeBubble && time.Since(bubbleProbe) < 0
-}
+// inABubble reports whether the caller runs in a testing/synctest bubble,
+// at the cost of a reading of the runtime's clock: a timer made outside
+// every bubble, on a clock not the runtime's, checks each schedule. On the
+// runtime's clock the timer's own reading tells (it is negative there).
+func inABubble() bool { return time.Since(bubbleProbe) < 0 }

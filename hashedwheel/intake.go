@@ -89,14 +89,24 @@ const (
 // compare-and-swap, and returns, once pushed, the number of timeouts the
 // shard has accepted, t included, modulo 2³², and the node t replaced on
 // top. It is safe for concurrent use.
+//
+// A timeout on top, cancelled before the worker collected it and without a
+// Cancelled hook, is unlinked: t links to the node below it. Still on top
+// after it was seen cancelled, it was not collected, and will never be
+// linked into a bucket, which would rewrite its prev; if it is collected
+// meanwhile, the swap fails. A timeout with a hook is left for the worker,
+// which calls it.
 func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
 	top := s.top.Load()
 	if top == closedIntake {
 		return 0, pushClosed, nil
 	}
+	below := top
+	if top.currentState() == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
+		below = top.below()
+	}
 	// t is not yet published: these plain writes are seen by whoever
 	// loads it from top, as the swap below orders them before it.
-	below := s.linkTarget(top)
 	t.prev, t.seq = below, top.seq+1
 	if !s.top.CompareAndSwap(top, t) {
 		return 0, pushContended, nil
@@ -109,80 +119,41 @@ func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
 	return t.seq, pushed, top
 }
 
-// linkTarget returns the node that a timeout pushed onto top links to: top
-// itself, or the node below it if top is a timeout cancelled before the
-// worker collected it and without a Cancelled hook, which the push then
-// unlinks. A timeout with a hook is left for the worker, which calls it.
-func (s *shard) linkTarget(top *timeout) *timeout {
-	if top.currentState() != stateCancelled || cancelledHookOf(top.task) != nil {
-		return top
-	}
-	// Still on top after it was seen cancelled, top has not been collected:
-	// it was cancelled while queued and will never be linked into a bucket,
-	// which would rewrite its prev. If it was collected meanwhile, the swap
-	// in push fails whatever this returns.
-	if s.top.Load() != top {
-		return top
-	}
-	return top.below()
-}
-
-// collect takes off the stack every timeout pushed since the last call and
-// returns them linked through their next fields, oldest first, and how
+// take takes off the stack every timeout pushed since the last take,
+// swapping a fresh sentinel onto it, or, closing, closedIntake, which
+// makes every later push fail. It returns them linked through their next
+// fields, oldest first, each producer's in the order it made them, and how
 // many pushed meanwhile later pushes unlinked, cancelled. Each keeps in
 // prev its link to the timeout below it: the worker overwrites it as it
 // files the timeout, and clears it (forgetBelow) if the timeout goes
 // nowhere, so that a caller keeping it keeps no other alive. Only the
 // worker may call it.
-func (s *shard) collect() (head *timeout, unlinked int) {
-	top := s.top.Load()
-	if top == s.bottom {
-		return nil, 0
-	}
-	sentinel := new(timeout)
-	for {
-		sentinel.seq = top.seq
-		if s.top.CompareAndSwap(top, sentinel) {
-			break
-		}
-		top = s.top.Load()
-	}
-	s.collected.Store(s.collected.Load() + uint64(top.seq-s.bottom.seq))
-	return s.reverse(top, sentinel)
-}
-
-// close makes every later push fail and returns what is still on the
-// stack, as collect does. Only the worker may call it.
-func (s *shard) close() (head *timeout, unlinked int) {
+func (s *shard) take(closing bool) (head *timeout, unlinked int) {
 	collected := s.collected.Load()
 	for {
 		top := s.top.Load()
-		if top == closedIntake {
+		if top == closedIntake || top == s.bottom && !closing {
 			return nil, 0
 		}
-		// Count what is on the stack before closing it: a reader that finds
-		// the stack closed takes the final count from collected.
-		s.collected.Store(collected + uint64(top.seq-s.bottom.seq))
-		if s.top.CompareAndSwap(top, closedIntake) {
-			return s.reverse(top, closedIntake)
+		next := closedIntake
+		if !closing {
+			next = &timeout{seq: top.seq}
 		}
+		// Counted first: a reader that finds next on top takes the count
+		// from collected.
+		s.collected.Store(collected + uint64(top.seq-s.bottom.seq))
+		if !s.top.CompareAndSwap(top, next) {
+			continue
+		}
+		found := uint32(0)
+		for t := top; t != s.bottom; t = t.prev {
+			t.next, head = head, t
+			found++
+		}
+		unlinked = int(top.seq - s.bottom.seq - found)
+		s.bottom = next
+		return head, unlinked
 	}
-}
-
-// reverse links, through their next fields, the timeouts from top down to
-// the bottom, which it excludes, into a list oldest first, and makes
-// newBottom the bottom.
-func (s *shard) reverse(top, newBottom *timeout) (head *timeout, unlinked int) {
-	var oldest *timeout
-	found := uint32(0)
-	for t := top; t != s.bottom; t = t.prev {
-		t.next = oldest
-		oldest = t
-		found++
-	}
-	pushed := top.seq - s.bottom.seq
-	s.bottom = newBottom
-	return oldest, int(pushed - found)
 }
 
 // pushed returns the number of timeouts pushed on the stack so far. It is
@@ -212,7 +183,7 @@ func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries
 	if h.spread.Load() {
 		return h.pushByProcessor(t)
 	}
-	index = h.pageShard(t)
+	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
 	s := &h.shards[index]
 	for {
 		count, r, _ := s.tryPush(t)
@@ -284,15 +255,10 @@ func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, ret
 	}
 }
 
-// pageShard returns the index of the shard of the 8 KiB page that holds t.
-// The runtime allocates from a page per P, so timeouts made on different
-// Ps mostly fall on different shards; the heap does not move objects, so
-// the address is a stable key.
-func (h *HashedWheelTimer) pageShard(t *timeout) uint32 {
-	return uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
-}
-
-// pageShift is log2 of the runtime's page size, 8 KiB.
+// pageShift is log2 of the runtime's page size, 8 KiB: a timeout's shard
+// is first its page's. The runtime allocates from a page per P, so
+// timeouts made on different Ps mostly fall on different shards; the heap
+// does not move objects, so the address is a stable key.
 const pageShift = 13
 
 // wakeEvery is how many timeouts a shard's intake stack, or one of its
@@ -328,7 +294,7 @@ func (h *HashedWheelTimer) accepted() uint64 {
 // is stopping: its shutdown completes the cancellations it finds in the
 // wheel, and a move no longer matters.
 func (h *HashedWheelTimer) report(t *timeout, moved bool) {
-	s := &h.shards[h.pageShard(t)]
+	s := &h.shards[uint32(uintptr(unsafe.Pointer(t))>>pageShift)&h.shardMask]
 	q := s.cancelled
 	if moved {
 		q = s.moved

@@ -114,7 +114,7 @@ func TestIntakeManyProducers(t *testing.T) {
 	next := make([]int, producers)
 	var buf []*timeout
 	for got := 0; got < producers*perProducer && !t.Failed(); { // a failed push never comes
-		buf = appendCollected(buf[:0], batch(s.collect()))
+		buf = appendCollected(buf[:0], batch(s.take(false)))
 		if len(buf) == 0 {
 			runtime.Gosched()
 			continue
@@ -132,7 +132,7 @@ func TestIntakeManyProducers(t *testing.T) {
 	<-readerDone
 	assert.Same(t, s.bottom, s.top.Load(), "empty")
 	assert.Equal(t, uint64(producers*perProducer), s.pushed())
-	assert.Nil(t, batch(s.collect()).head)
+	assert.Nil(t, batch(s.take(false)).head)
 }
 
 // TestIntakeCloseRacingPushes closes the stack while producers push: every
@@ -152,9 +152,9 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		start()
 		var taken []*timeout
 		for len(taken) < 1000 {
-			taken = appendCollected(taken, batch(s.collect()))
+			taken = appendCollected(taken, batch(s.take(false)))
 		}
-		taken = appendCollected(taken, batch(s.close()))
+		taken = appendCollected(taken, batch(s.take(true)))
 		accepted := wait()
 		_, ok := s.push(intakeItem(0, 0))
 		require.False(t, ok, "closed")
@@ -172,8 +172,8 @@ func TestIntakeCloseRacingPushes(t *testing.T) {
 		slices.Sort(got)
 		require.Equal(t, want, got)
 		require.Equal(t, uint64(len(want)), s.pushed())
-		require.Nil(t, batch(s.collect()).head)
-		require.Nil(t, batch(s.close()).head, "a second close takes nothing")
+		require.Nil(t, batch(s.take(false)).head)
+		require.Nil(t, batch(s.take(true)).head, "a second close takes nothing")
 	}
 }
 
@@ -190,7 +190,7 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 		assert.Equal(t, uint32(before+i+1), count)
 	}
 	assert.Equal(t, uint64(before+10), s.pushed())
-	assert.Len(t, appendCollected(nil, batch(s.collect())), 10)
+	assert.Len(t, appendCollected(nil, batch(s.take(false))), 10)
 	assert.Equal(t, uint64(before+10), s.pushed())
 	assert.Equal(t, uint64(before+10), s.collected.Load())
 }
@@ -229,7 +229,7 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	d := push(intakeItem(0, 3))
 	assert.Same(t, hooked, d.prev, "a timeout with a hook is left for the worker")
 
-	taken := batch(s.collect())
+	taken := batch(s.take(false))
 	assert.Equal(t, 1, taken.unlinked)
 	assert.Equal(t, []*timeout{a, c, hooked, d}, appendCollected(nil, taken))
 	assert.Equal(t, uint64(5), s.pushed())
@@ -241,7 +241,7 @@ func TestIntakePushUnlinksCancelledTop(t *testing.T) {
 	cancelQueued(t, e)
 	f := push(intakeItem(0, 5))
 	assert.Same(t, s.bottom, f.prev)
-	taken = batch(s.collect())
+	taken = batch(s.take(false))
 	assert.Equal(t, 1, taken.unlinked)
 	assert.Equal(t, []*timeout{f}, appendCollected(nil, taken))
 	assert.Equal(t, uint64(7), s.pushed())
@@ -271,7 +271,7 @@ func TestIntakeCancelRacingTakes(t *testing.T) {
 	next := make([]int, producers)
 	found, unlinked := 0, 0
 	take := func() int {
-		taken := batch(s.collect())
+		taken := batch(s.take(false))
 		unlinked += taken.unlinked
 		n := 0
 		for to := taken.pop(); to != nil; to = taken.pop() {

@@ -396,7 +396,7 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 		t.task.(*scheduledTask).commit(c)
 		h.counters.periodicSkipped.Add(uint64(skipped))
 		if ended {
-			wh.remove(t)
+			wh.unlink(t)
 			w.countExpired(1)
 		} else {
 			wh.refile(t)

@@ -183,7 +183,7 @@ func (w *worker) shutdown() {
 	}
 	w.staged.takeAll(stopQueued)
 	for i := range h.shards {
-		head, _ := h.shards[i].close()
+		head, _ := h.shards[i].take(true) // closing: every later push fails
 		for t := head; t != nil; {
 			next := t.next
 			t.next = nil

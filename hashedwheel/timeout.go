@@ -217,10 +217,19 @@ func (t *timeout) run() {
 	t.runTask()
 }
 
-// runTask runs the task, recovering and logging a panic.
+// runTask runs the task, containing a panic or runtime.Goexit: counted
+// and logged, it harms nothing else.
 func (t *timeout) runTask() {
 	returned := false
-	defer t.timer.afterUserCode(userTask, t, &returned)
-	t.task.Run(t)
+	defer func() {
+		if !returned {
+			t.timer.userCodeFailed(userTask, t, recover())
+		}
+	}()
+	if f, ok := t.task.(funcTask); ok { // AfterFunc's, the commonest
+		f()
+	} else {
+		t.task.Run(t)
+	}
 	returned = true
 }

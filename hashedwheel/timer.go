@@ -144,7 +144,7 @@ func (h *HashedWheelTimer) initZero() {
 // ErrStopped once Stop has been called.
 func (h *HashedWheelTimer) Start() error {
 	if h.state.Load() == timerStarted {
-		if h.now() < 0 || h.inABubbleNotItsOwn() {
+		if h.now() < 0 || h.probeBubble && inABubble() {
 			return h.bubbleError("Start")
 		}
 		return nil
@@ -216,11 +216,7 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	t := &timeout{task: task}
-	if err := h.scheduleTimeout(t, delay, 0); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return h.newTimeout(task, delay)
 }
 
 // AfterFunc schedules f to run once, after delay, like time.AfterFunc, and
@@ -230,7 +226,17 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	return h.NewTimeout(funcTask(f), delay)
+	return h.newTimeout(funcTask(f), delay)
+}
+
+// newTimeout is NewTimeout once task is checked: a failed call returns a
+// nil Timeout, not one holding a nil *timeout.
+func (h *HashedWheelTimer) newTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
+	t := &timeout{task: task}
+	if err := h.scheduleTimeout(t, delay, 0); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // schedule makes a timeout of task due after delay, repeating every period
@@ -247,15 +253,17 @@ func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period 
 // scheduleTimeout hands t, new, whose task is set, to the worker, due
 // after delay and repeating every period nanoseconds if period is not 0.
 func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
-	if err := h.startIfNeeded(); err != nil {
-		return err
+	if h.state.Load() != timerStarted {
+		if err := h.startIfNeeded(); err != nil {
+			return err
+		}
 	}
 	if h.maxPending > 0 && !h.admit() {
 		h.counters.rejectedFull.Add(1)
 		return tooManyPending(h.maxPending)
 	}
 	now := h.now()
-	if now < 0 || h.inABubbleNotItsOwn() {
+	if now < 0 || h.probeBubble && inABubble() {
 		// The clock read earlier than at the start: another time domain, a
 		// testing/synctest bubble the timer was not started in.
 		if h.maxPending > 0 {

@@ -23,10 +23,19 @@ func (c userCode) String() string {
 	return "TimerTask"
 }
 
-// userCodePanicked counts and logs the panic r of t's task or hook, with
-// the task's name and the stack; it runs in the deferred call that
-// recovered r, so the stack is the panicking goroutine's.
-func (h *HashedWheelTimer) userCodePanicked(what userCode, t *timeout, r any) {
+// userCodeFailed counts and logs what t's task or hook did instead of
+// returning: panic with r, or, with r nil, call runtime.Goexit, which
+// ends its goroutine (the dispatcher or the worker carries on with
+// another), with the task's name and the stack. It runs in the deferred
+// call that recovered r, so the stack is the failing goroutine's. A user's
+// task or hook never takes the timer down.
+func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
+	if r == nil {
+		h.counters.goexits.Add(1)
+		h.config.logger.Error("hashedwheel: "+what.String()+" called runtime.Goexit; its goroutine ended, the timer carries on",
+			"task", taskName(t.task), "stack", string(debug.Stack()))
+		return
+	}
 	if what == userHook {
 		h.counters.hookPanics.Add(1)
 	} else {
@@ -34,14 +43,6 @@ func (h *HashedWheelTimer) userCodePanicked(what userCode, t *timeout, r any) {
 	}
 	h.config.logger.Error("hashedwheel: "+what.String()+" panicked",
 		"task", taskName(t.task), "panic", r, "stack", string(debug.Stack()))
-}
-
-// userCodeExited counts and logs a call of runtime.Goexit by t's task or
-// hook.
-func (h *HashedWheelTimer) userCodeExited(what userCode, t *timeout) {
-	h.counters.goexits.Add(1)
-	h.config.logger.Error("hashedwheel: "+what.String()+" called runtime.Goexit; its goroutine ended, the timer carries on",
-		"task", taskName(t.task), "stack", string(debug.Stack()))
 }
 
 // taskName names a task for a log line: the function's name, as
@@ -75,23 +76,6 @@ func funcName(f any) string {
 	return fmt.Sprintf("%T", f)
 }
 
-// afterUserCode, deferred after a task or hook of t that sets *returned
-// as it returns, recovers a panic and counts and logs it with its stack,
-// as net/http does for a handler, and counts and logs a call of
-// runtime.Goexit, which cannot be stopped: the goroutine ends, and the
-// dispatcher or the worker carries on with another. A user's task or hook
-// never takes the timer down.
-func (h *HashedWheelTimer) afterUserCode(what userCode, t *timeout, returned *bool) {
-	if *returned {
-		return
-	}
-	if r := recover(); r != nil {
-		h.userCodePanicked(what, t, r)
-		return
-	}
-	h.userCodeExited(what, t)
-}
-
 // runCancelledHook calls the task's Cancelled hook, if it has one,
 // recovering and logging a panic.
 func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
@@ -100,7 +84,11 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 		return
 	}
 	returned := false
-	defer h.afterUserCode(userHook, t, &returned)
+	defer func() {
+		if !returned {
+			h.userCodeFailed(userHook, t, recover())
+		}
+	}()
 	hook.Cancelled(t)
 	returned = true
 }

@@ -72,7 +72,6 @@ func (wh *wheel) insert(t *timeout) bool {
 		}
 		if t.word.CompareAndSwap(w, withState(w, stateScheduled)) {
 			wh.link(t, max(tickDue(deadlineOf(w), wh.tickDuration), wh.tick))
-			wh.size++
 			return true
 		}
 	}
@@ -103,9 +102,11 @@ func (wh *wheel) link(t *timeout, due int64) {
 	t.bucket = uint32(i) + 1
 	wh.occupied[i>>6] |= 1 << (i & 63)
 	wh.earliest = min(wh.earliest, due)
+	wh.size++
 }
 
-// unlink removes t from its bucket.
+// unlink takes t out of its bucket, and out of the wheel unless it is
+// linked again.
 func (wh *wheel) unlink(t *timeout) {
 	if verifyEachStep {
 		wh.verifyCredit++
@@ -127,11 +128,6 @@ func (wh *wheel) unlink(t *timeout) {
 		b.minDue = math.MaxInt64
 		wh.occupied[i>>6] &^= 1 << (i & 63)
 	}
-}
-
-// remove takes t out of the wheel.
-func (wh *wheel) remove(t *timeout) {
-	wh.unlink(t)
 	wh.size--
 }
 
@@ -193,7 +189,7 @@ func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 				due = append(due, t)
 			}
 		case t.word.CompareAndSwap(w, withState(w, stateExpired)):
-			wh.remove(t)
+			wh.unlink(t)
 			ex.expired++
 			due = append(due, t)
 		default:

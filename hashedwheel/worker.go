@@ -179,7 +179,7 @@ func (w *worker) processCancelledTasks() (found bool) {
 		s.reported.Store(false) // before the pops: a report after them sets it again
 		for t, ok := s.cancelled.Pop(); ok; t, ok = s.cancelled.Pop() {
 			found = true
-			w.wheel.remove(t)
+			w.wheel.unlink(t)
 			w.cancellationDone(t)
 		}
 		for t, ok := s.moved.Pop(); ok; t, ok = s.moved.Pop() {
@@ -254,7 +254,7 @@ func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 		}
 	}
 	for i := 0; i < len(w.timer.shards) && !w.stopped; i++ {
-		head, unlinked := w.timer.shards[i].collect()
+		head, unlinked := w.timer.shards[i].take(false)
 		found = found || head != nil || unlinked != 0
 		for t := head; t != nil; {
 			next := t.next
