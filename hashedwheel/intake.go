@@ -102,7 +102,7 @@ func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
 		return 0, pushClosed, nil
 	}
 	below := top
-	if top.currentState() == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
+	if stateOf(top.word.Load()) == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
 		below = top.below()
 	}
 	// t is not yet published: these plain writes are seen by whoever

@@ -241,15 +241,11 @@ const cacheLine = 64
 
 // add counts n.
 func (c *stripedCounter) add(n uint64) {
-	c.stripes[stackStripe()].n.Add(n)
-}
-
-// stackStripe returns a stripe for the calling goroutine: a hash of where
-// its stack is. Goroutines' stacks lie apart, and a goroutine's stays put
-// unless it grows, so the stripe is stable enough and costs no lookup.
-func stackStripe() uintptr {
+	// The stripe is a hash of where the caller's stack is: goroutines'
+	// stacks lie apart, and a goroutine's stays put unless it grows, so
+	// the stripe is stable enough and costs no lookup.
 	var here byte
-	return (uintptr(unsafe.Pointer(&here)) >> 10 * 0x9e3779b97f4a7c15) >> (64 - counterStripesLog2)
+	c.stripes[(uintptr(unsafe.Pointer(&here))>>10*0x9e3779b97f4a7c15)>>(64-counterStripesLog2)].n.Add(n)
 }
 
 // load returns the count.

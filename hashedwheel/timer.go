@@ -216,7 +216,11 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	return h.newTimeout(task, delay)
+	t := &timeout{task: task}
+	if err := h.scheduleTimeout(t, delay, 0); err != nil {
+		return nil, err // not a Timeout holding a nil *timeout
+	}
+	return t, nil
 }
 
 // AfterFunc schedules f to run once, after delay, like time.AfterFunc, and
@@ -226,15 +230,9 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	return h.newTimeout(funcTask(f), delay)
-}
-
-// newTimeout is NewTimeout once task is checked: a failed call returns a
-// nil Timeout, not one holding a nil *timeout.
-func (h *HashedWheelTimer) newTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
-	t := &timeout{task: task}
+	t := &timeout{task: funcTask(f)}
 	if err := h.scheduleTimeout(t, delay, 0); err != nil {
-		return nil, err
+		return nil, err // not a Timeout holding a nil *timeout
 	}
 	return t, nil
 }

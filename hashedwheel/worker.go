@@ -115,7 +115,9 @@ func (w *worker) loop() {
 		transferred := w.transferTimeoutsToBuckets(now)
 		expired := w.expireTimeouts(now)
 		w.dispatchExpired(now)
-		w.runCancelledHooks()
+		if len(w.hooked) > 0 {
+			w.runCancelledHooks()
+		}
 		if now-w.grewAt >= int64(trimAfter) {
 			w.trim()
 		}
@@ -145,7 +147,7 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 			w.plannedWake = wh.endOf(wh.tickOf(now)) // back after this pass by the end of this tick
 			return now, woken
 		}
-		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
+		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.head < len(w.staged.items) {
 			w.plannedWake = wh.endOf(wh.nextTick(now))
 			h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
 			continue
@@ -230,7 +232,7 @@ func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 		w.transfersLeft, w.budgetTick = maxTransfersPerTick, tick
 	}
 	var buf [transferBatch]*timeout
-	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped; {
+	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped && w.staged.head < len(w.staged.items); {
 		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
 		if n == 0 {
 			break
@@ -260,9 +262,9 @@ func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 			next := t.next
 			t.next = nil
 			switch {
-			case t.currentState() == stateCancelled:
+			case stateOf(t.word.Load()) == stateCancelled:
 				w.drop(t)
-			case w.transfersLeft > 0 && w.staged.len() == 0:
+			case w.transfersLeft > 0 && w.staged.head == len(w.staged.items):
 				if w.wheel.insert(t) {
 					w.transfersLeft--
 				} else { // cancelled just now
@@ -363,7 +365,7 @@ func (w *worker) dispatch() {
 	if len(due) > maxKeptDue {
 		w.grewAt = w.timer.now()
 	}
-	if w.dispatcher.Inline() {
+	if w.timer.executor == pool.Inline {
 		w.sortByDeadline(due) // producers reach the worker through several stacks, in no order
 	}
 	w.dispatcher.Dispatch(due)

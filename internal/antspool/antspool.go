@@ -97,20 +97,18 @@ func (p *Pool) run(task func()) {
 		}
 	}()
 	for ; task != nil; task = p.next() {
-		runLogged(task)
+		func() {
+			// A panic is logged to slog.Default() with its stack; the
+			// goroutine goes on with the queue.
+			defer func() {
+				if r := recover(); r != nil {
+					slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
+				}
+			}()
+			task()
+		}()
 	}
 	returned = true
-}
-
-// runLogged runs task, logging a panic to slog.Default() with its stack:
-// the goroutine goes on with the queue.
-func runLogged(task func()) {
-	defer func() {
-		if r := recover(); r != nil {
-			slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
-		}
-	}()
-	task()
 }
 
 // next returns the oldest queued function, or nil once none is queued,

@@ -144,7 +144,7 @@ func (s *segment[T]) unstarted() int64 { return max(int64(len(s.tasks))-s.next.L
 type handOff[T any] struct {
 	d     *Dispatcher[T]
 	armed atomic.Bool
-	fn    func() // made once: a closure allocates
+	fn    func() // run, made once: a method value allocates
 	link  *handOff[T]
 }
 
@@ -159,9 +159,6 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
 }
 
-// Inline reports whether tasks run on the dispatching goroutine.
-func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
-
 // Dispatch runs tasks: inline, in order, before it returns; or on the
 // executor, in order of their position, started together up to
 // Parallelism at a time. It copies the tasks and clears the slice, which
@@ -175,14 +172,21 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	if d.cfg.Started != nil {
 		d.cfg.Started(n)
 	}
-	if d.Inline() {
+	if d.cfg.Executor == nil {
 		d.inline, d.inlineNext = tasks, 0
 		d.RunInline()
 		return
 	}
-	s := &segment[T]{at: monotonic()}
+	s := &segment[T]{at: int64(time.Since(origin))}
 	d.mu.Lock()
-	s.tasks = d.spareSlice(n)
+	for i, spare := range d.spare { // a slice a segment emptied, if one is large enough
+		if cap(spare) >= n {
+			last := len(d.spare) - 1
+			s.tasks, d.spare[i], d.spare[last] = spare, d.spare[last], nil
+			d.spare = d.spare[:last]
+			break
+		}
+	}
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
 	clear(tasks)
@@ -243,32 +247,26 @@ func (d *Dispatcher[T]) takeHandOffs(n int) *handOff[T] {
 
 // handOut hands the executor the drain functions of the hand-offs linked
 // from h. One the executor refuses, or panics on, runs on a goroutine of
-// its own. An Execute that ends the calling goroutine with runtime.Goexit
-// leaves the rest to a goroutine of their own: every hand-off counted out
-// is handed over.
+// its own.
 func (d *Dispatcher[T]) handOut(h *handOff[T]) {
-	var rest *handOff[T]
-	returned := false
-	defer func() {
-		if !returned && rest != nil {
-			go d.handOut(rest)
-		}
-	}()
-	for ; h != nil; h = rest {
-		rest, h.link = h.link, nil
+	for h != nil {
+		rest := h.link // before the hand-over: a drain function that has run gives h back, relinked
+		h.link = nil
 		h.armed.Store(true)
-		if err := safeExecute(d.cfg.Executor, h.fn); err != nil {
+		if err := d.execute(h, rest); err != nil {
 			d.cfg.Refused(err)
 			go h.fn()
 		}
+		h = rest
 	}
-	returned = true
 }
 
-// safeExecute hands f to e, turning a panic into an error. An Execute that
-// calls runtime.Goexit ends the calling goroutine: f then runs on a
-// goroutine of its own, so that no task is lost.
-func safeExecute(e Executor, f func()) (err error) {
+// execute hands h's drain function to the executor and returns its error,
+// or a panic in Execute as one. An Execute that ends the calling goroutine
+// with runtime.Goexit leaves the function, and the hand-offs linked from
+// rest, to goroutines of their own: every hand-off counted out is handed
+// over.
+func (d *Dispatcher[T]) execute(h, rest *handOff[T]) (err error) {
 	returned := false
 	defer func() {
 		if returned {
@@ -278,36 +276,66 @@ func safeExecute(e Executor, f func()) (err error) {
 			err = fmt.Errorf("executor panicked: %v", r)
 			return
 		}
-		go f()
+		go h.fn()
+		go d.handOut(rest)
 	}()
-	err = e.Execute(f)
+	err = d.cfg.Executor.Execute(h.fn)
 	returned = true
 	return err
 }
 
-// run is the drain function of the hand-off.
+// run is the drain function of a hand-off: it runs the queue's tasks, one
+// at a time, oldest first, until none is left to start, then gives the
+// hand-off back. It yields the processor every yieldEvery, before it takes
+// the next task, so that no task waits for it meanwhile. A task that calls
+// runtime.Goexit ends it: a goroutine of its own carries on, holding the
+// hand-off, so that the executor is handed no drain function before the
+// ending one has returned to it.
 func (h *handOff[T]) run() {
-	if h.armed.CompareAndSwap(true, false) {
-		h.d.waiting.Add(-1)
-		h.d.drain(h)
+	if !h.armed.CompareAndSwap(true, false) {
+		return // a second run of one hand-over
 	}
-}
-
-// drain runs the queue's tasks, one at a time, for the drain function of
-// h, until none is left to start; it then gives h back. A task that calls
-// runtime.Goexit ends it: a goroutine of its own carries on, holding h, so
-// that the executor is handed no drain function before the ending one has
-// returned to it.
-func (d *Dispatcher[T]) drain(h *handOff[T]) {
-	r := drainer[T]{d: d, yielded: monotonic()}
+	d := h.d
+	d.waiting.Add(-1)
+	r := drainer[T]{d: d, yielded: int64(time.Since(origin))}
 	defer func() {
 		r.finishSegment()
 		if !r.returned {
-			go d.drain(h)
+			d.waiting.Add(1)
+			h.armed.Store(true)
+			go h.fn()
 		}
 	}()
 	for r.s = d.nextSegment(nil, h); r.s != nil; r.s = d.nextSegment(r.s, h) {
-		r.runSegment()
+		s := r.s
+		n := int64(len(s.tasks))
+		for {
+			now := int64(time.Since(origin)) // on the runtime's monotonic clock, whatever the caller's
+			if now-r.yielded >= int64(yieldEvery) {
+				runtime.Gosched()
+				now = int64(time.Since(origin))
+				r.yielded = now
+			}
+			i := s.next.Add(1) - 1
+			if i >= n {
+				break
+			}
+			t := s.tasks[i]
+			var zero T
+			s.tasks[i] = zero // nothing a finished task captured stays reachable
+			if wait := now - s.at; wait > int64(d.cfg.Slow) {
+				r.waited++
+				r.maxWait = max(r.maxWait, wait)
+			}
+			if !r.claimed && i+1 < n { // tasks wait behind this drain function's first
+				r.claimed = true
+				if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
+					d.watch()
+				}
+			}
+			r.ran++ // counted first: a task that calls runtime.Goexit has finished too
+			d.cfg.Run(t)
+		}
 		r.finishSegment()
 	}
 	r.returned = true
@@ -318,46 +346,11 @@ type drainer[T any] struct {
 	d        *Dispatcher[T]
 	s        *segment[T] // the segment it takes tasks from
 	ran      int64       // tasks of s it started: counted finished with the segment
-	claimed  bool        // it has started a task
+	claimed  bool        // it has armed the watch, or found it needless
 	yielded  int64       // when it last yielded its processor
 	waited   uint64      // of s's tasks it started, those that waited longer than Slow
 	maxWait  int64
-	returned bool // drain returned: no task called runtime.Goexit
-}
-
-// runSegment runs the tasks of s, each once, until none is left to hand
-// out. It yields the processor every yieldEvery, before it takes the next
-// task, so that no task waits for it meanwhile.
-func (r *drainer[T]) runSegment() {
-	d, s := r.d, r.s
-	n := int64(len(s.tasks))
-	for {
-		now := monotonic()
-		if now-r.yielded >= int64(yieldEvery) {
-			runtime.Gosched()
-			now = monotonic()
-			r.yielded = now
-		}
-		i := s.next.Add(1) - 1
-		if i >= n {
-			return
-		}
-		t := s.tasks[i]
-		var zero T
-		s.tasks[i] = zero // nothing a finished task captured stays reachable
-		if wait := now - s.at; wait > int64(d.cfg.Slow) {
-			r.waited++
-			r.maxWait = max(r.maxWait, wait)
-		}
-		if !r.claimed {
-			r.claimed = true
-			if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
-				d.watch()
-			}
-		}
-		r.ran++ // counted first: a task that calls runtime.Goexit has finished too
-		d.cfg.Run(t)
-	}
+	returned bool // run returned: no task called runtime.Goexit
 }
 
 // finishSegment counts the tasks of the segment the drain function ran,
@@ -468,20 +461,6 @@ func (d *Dispatcher[T]) unstarted() int64 {
 	return n
 }
 
-// spareSlice returns an empty slice with room for n tasks: a recycled one
-// if one is large enough. The caller holds mu.
-func (d *Dispatcher[T]) spareSlice(n int) []T {
-	for i, s := range d.spare {
-		if cap(s) >= n {
-			last := len(d.spare) - 1
-			d.spare[i], d.spare[last] = d.spare[last], nil
-			d.spare = d.spare[:last]
-			return s
-		}
-	}
-	return make([]T, 0, n)
-}
-
 // recycle keeps an emptied slice for reuse. The caller holds mu.
 func (d *Dispatcher[T]) recycle(s []T) {
 	if cap(s) <= maxKeptTasks && len(d.spare) < maxKeptSlices {
@@ -562,15 +541,13 @@ func InTask() bool {
 	}
 }
 
-// isDrain reports whether function, a frame's, is Dispatcher.drain, of any
-// instantiation.
+// isDrain reports whether function, a frame's, is a drain function,
+// handOff.run, of any instantiation.
 func isDrain(function string) bool {
-	const prefix, suffix = "github.com/wheeltimer/wheeltimer/internal/dispatch.(*Dispatcher[", "]).drain"
+	const prefix, suffix = "github.com/wheeltimer/wheeltimer/internal/dispatch.(*handOff[", "]).run"
 	return strings.HasPrefix(function, prefix) && strings.HasSuffix(function, suffix)
 }
 
-// origin is the reference of monotonic.
+// origin is the reference of the dispatcher's readings of the runtime's
+// monotonic clock, by which it measures hand-off waits and yields.
 var origin = time.Now()
-
-// monotonic returns the nanoseconds since origin, on the monotonic clock.
-func monotonic() int64 { return int64(time.Since(origin)) }

@@ -10,3 +10,6 @@ func (d *Dispatcher[T]) Outstanding() int {
 	defer d.mu.Unlock()
 	return d.outstanding
 }
+
+// Inline reports whether tasks run on the dispatching goroutine.
+func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
