@@ -15,17 +15,21 @@ for name in library prometheus otel; do
 	dir=$proxy_tmp/$name
 	mkdir "$dir"
 	cp "scripts/testdata/install/$name/main.go" "$dir/"
-	(
+	echo "== go get $mod@$version, in a module of its own; build and run a program with it"
+	# The go command's output is printed only if a step fails.
+	if ! (
 		cd "$dir"
-		go mod init "example.com/$name" 2>/dev/null
-		echo "== go get $mod@$version, in a module of its own"
+		go mod init "example.com/$name"
 		go get "$mod@$version"
 		got=$(go list -m -f '{{.Version}}' github.com/wheeltimer/wheeltimer)
 		if [ "$got" != "$version" ]; then
-			echo "the library is at $got, expected $version" >&2
+			echo "the library is at $got, expected $version"
 			exit 1
 		fi
 		go build -o program .
-		./program
-	)
+	) > "$dir/log" 2>&1; then
+		cat "$dir/log" >&2
+		exit 1
+	fi
+	"$dir/program"
 done
