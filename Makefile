@@ -14,14 +14,14 @@ BENCH_OUT     ?= bench-core.out
 
 all: test
 
-## test: everything CI runs, about 5 minutes on 2 cores: vet, staticcheck,
+## test: everything CI runs, about 6 minutes on 2 cores: vet, staticcheck,
 ## race tests of every module, the timer's -short tests again at another
 ## GOMAXPROCS, short fuzzing, a short soak, the quick benchmark matrix and
 ## the install of the library and its exporters as a module user does.
 test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick install-check
 
 ## check: the quick loop for day-to-day work, about a minute on 2 cores
-## (longer the first time, as the modules download): vet and
+## (several the first time, as the modules download and build): vet and
 ## staticcheck of every module, then the root module's race tests with
 ## -short, under which each test that takes a second or more under -race
 ## runs fewer rounds, or is skipped where a smaller run could not fail
