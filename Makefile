@@ -3,23 +3,25 @@
 
 GO            ?= go
 STATICCHECK   := $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
-MODULES       := . benchmarks examples/delayedorder examples/cron exporters/prometheus exporters/otel
+MODULES       := . benchmarks examples/delayedorder examples/cron exporters/prometheus exporters/otel scripts/modproxy
 FUZZTIME      ?= 30s
 SOAK_DURATION ?= 3m
 # benchstat has no tagged release: the pseudo-version pins the one used.
 BENCHSTAT     := $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
 BENCH_OUT     ?= bench-core.out
 
-.PHONY: all test check lint unit unit-gomaxprocs bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick
+.PHONY: all test check lint unit unit-gomaxprocs bench bench-core bench-quick cover demo fuzz fuzz-quick soak soak-quick install-check
 
 all: test
 
-## test: everything CI runs: vet, staticcheck, race tests of every module,
-## the timer's -short tests again at another GOMAXPROCS, short fuzzing, a short
-## soak and the quick benchmark matrix.
-test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick
+## test: everything CI runs, about 6 minutes on 2 cores: vet, staticcheck,
+## race tests of every module, the timer's -short tests again at another
+## GOMAXPROCS, short fuzzing, a short soak, the quick benchmark matrix and
+## the install of the library and its exporters as a module user does.
+test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick install-check
 
-## check: the quick loop for day-to-day work, under a minute: vet and
+## check: the quick loop for day-to-day work, about a minute on 2 cores
+## (several the first time, as the modules download and build): vet and
 ## staticcheck of every module, then the root module's race tests with
 ## -short, under which each test that takes a second or more under -race
 ## runs fewer rounds, or is skipped where a smaller run could not fail
@@ -34,14 +36,12 @@ lint:
 		(cd $$m && $(GO) vet ./... && $(STATICCHECK) ./...) || exit 1; \
 	done
 
-## unit: the race tests of every module; then the timer's model tests
-## again with the wheeltimer_verify build tag, under which the worker checks
-## the wheel's invariants after each step (-short: a few seconds).
 ## unit: the race tests of every module. The root module's run in one lane
 ## and the other modules' in a second beside it, as the root's spend much of
 ## their time waiting on clocks; each lane's output is printed whole when it
-## ends. Then the wheel's invariant checks (wheeltimer_verify) under the
-## model tests.
+## ends. Then the timer's model tests again with the wheeltimer_verify
+## build tag, under which the worker checks the wheel's invariants after
+## each step (-short: a few seconds).
 unit:
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
 	lane() { for m in "$$@"; do \
@@ -86,11 +86,24 @@ bench-core:
 	@! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_OUT)
 	$(BENCHSTAT) $(BENCH_OUT)
 
-## bench-quick: a reduced matrix in under a minute, written to a scratch
-## directory that is removed afterwards.
+## bench-quick: a reduced matrix in under a minute, a smoke run of the
+## harness: its report goes to a scratch directory that is removed
+## afterwards, and its progress is printed only if it fails.
 bench-quick:
+	@echo "== bench-quick: the reduced benchmark matrix"
 	@dir=$$(mktemp -d); trap 'rm -rf "$$dir"' EXIT; \
-	cd benchmarks && $(GO) run ./cmd/report -quick -out "$$dir"
+	if ! (cd benchmarks && $(GO) run ./cmd/report -quick -out "$$dir") > "$$dir/log" 2>&1; then \
+		cat "$$dir/log"; exit 1; \
+	fi; \
+	tail -n 1 "$$dir/log" | sed 's/: wrote .*//'
+
+## install-check: in throwaway modules outside the repository, go get the
+## library and each exporter alone from a module proxy holding the working
+## tree at the newest version of CHANGELOG.md, then build and run a
+## program using it; first, check that no go.mod has a replace and that
+## every module requires that version (scripts/install-check.sh).
+install-check:
+	bash scripts/install-check.sh
 
 ## cover: unit tests with a coverage report in coverage.html.
 cover:

@@ -2,10 +2,8 @@ module github.com/wheeltimer/wheeltimer/benchmarks
 
 go 1.25.0
 
-replace github.com/wheeltimer/wheeltimer => ../
-
 require (
-	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
+	github.com/wheeltimer/wheeltimer v0.4.0
 	github.com/zeromicro/go-zero v1.10.3
 	gonum.org/v1/plot v0.17.0
 )

@@ -2,6 +2,7 @@ package clock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -14,9 +15,13 @@ import (
 // it (hashedwheel.WithClock) is deterministic: when Advance returns, every
 // timer on the clock has processed every tick that ended by then and every
 // task those ticks started has returned, whichever executor runs them.
+// Its Sleep, After, NewTimer, NewTicker and AfterFunc wait on the fake
+// time too, for application code that takes a Clock.
 //
 // A Fake may be made anywhere, in TestMain or at package level too, and
-// shared by any number of timers. Its methods are safe for concurrent use.
+// shared by any number of timers. Make it with NewFake: the zero Fake is
+// not usable, and hashedwheel.New refuses it. Its methods are safe for
+// concurrent use.
 // A task that blocks until the test does something after Advance returns
 // makes Advance wait forever: release it from another goroutine. Advance
 // and Settle called from a task, a Cancelled hook or a Scheduler of a
@@ -33,7 +38,7 @@ type Fake struct {
 	busy     int            // tasks handed to executors that have not returned
 	running  map[uint64]int // goroutines running a task (clockwork.Watcher.Enter), by id
 	sleepers []*fakeSleeper
-	funcs    []*fakeFunc // of AfterFunc, not yet called
+	waiters  []*fakeWaiter // of AfterFunc, NewTimer, NewTicker and Sleep, not yet fired or stopped
 }
 
 // NewFake returns a fake clock whose Now reads start and whose Nanotime
@@ -43,6 +48,18 @@ func NewFake(start time.Time) *Fake {
 	f.changed = sync.NewCond(&f.mu)
 	return f
 }
+
+// check refuses the zero Fake, and a nil one embedded in a custom clock:
+// neither keeps time.
+func (f *Fake) check() error {
+	if f == nil || f.changed == nil {
+		return errZeroFake
+	}
+	return nil
+}
+
+// errZeroFake is check's error.
+var errZeroFake = errors.New("clock: a zero or nil clock.Fake: make one with clock.NewFake")
 
 // Now returns the fake wall-clock time: start plus the time advanced.
 func (f *Fake) Now() time.Time {
@@ -59,13 +76,21 @@ func (f *Fake) Nanotime() int64 {
 }
 
 // Advance moves the clock forward by d and returns once every timer on it
-// has caught up: it stops at each instant a timer sleeps until, in order,
-// and waits there until the timers are asleep again and the tasks they
+// has caught up: it stops at each instant a timer sleeps until or a
+// Timer, Ticker, Sleep or AfterFunc of the clock is due, in order, and
+// waits there until the timers are asleep again and the tasks they
 // started have returned, so that a periodic timeout runs at each of its
 // instants and a task that schedules another sees the time it ran at.
 //
 // Every timeout accepted before Advance is called, on any goroutine, is
 // taken into account: one due by the end has run when Advance returns.
+// A channel is different: Advance sends the time on the channel of a
+// Timer, Ticker or After due, or ends a Sleep, and goes on; the goroutine
+// that receives it runs after, perhaps after Advance returns. A test that
+// must see what that goroutine did waits for a signal of its own (a
+// channel it sends on when done), and one whose goroutine waits again
+// calls BlockUntilContext before the next Advance.
+//
 // Advance calls made at once add up: each moves the clock d further than
 // the calls before it, and returns once the clock has reached its own end.
 // Advance panics if called from a task, a Cancelled hook or a Scheduler of
@@ -78,12 +103,12 @@ func (f *Fake) Advance(d time.Duration) {
 	target := f.target
 	for {
 		f.waitSettled()
-		next := min(f.sleepingUntil(), f.nextFunc(), target)
+		next := min(f.sleepingUntil(), f.nextWaiter(), target)
 		if next > f.elapsed {
 			f.elapsed = next
 			f.changed.Broadcast()
 		}
-		f.runDueFuncs()
+		f.runDue()
 		if f.elapsed >= target {
 			f.waitSettled()
 			return
@@ -98,70 +123,8 @@ func (f *Fake) Jump(d time.Duration) {
 	f.mu.Lock()
 	f.elapsed += int64(max(d, 0))
 	f.changed.Broadcast()
-	f.runDueFuncs()
+	f.runDue()
 	f.mu.Unlock()
-}
-
-// fakeFunc is a function of AfterFunc, due at instant at.
-type fakeFunc struct {
-	at int64
-	f  func()
-}
-
-// AfterFunc calls f once the clock has moved d ahead, on the goroutine of
-// the Advance or Jump that gets it there, before Advance returns, as
-// time.AfterFunc does on the runtime's clock. The returned stop prevents
-// the call, reporting whether it did. hashedwheel keeps with it the
-// deadline of a context it cannot keep on its wheel (a stopped or full
-// timer), so that the context follows the fake clock too.
-func (f *Fake) AfterFunc(d time.Duration, fn func()) (stop func() bool) {
-	ff := &fakeFunc{f: fn}
-	f.mu.Lock()
-	ff.at = f.elapsed + int64(max(d, 0))
-	f.funcs = append(f.funcs, ff)
-	f.mu.Unlock()
-	return func() bool {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		for i, x := range f.funcs {
-			if x == ff {
-				f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
-				return true
-			}
-		}
-		return false
-	}
-}
-
-// nextFunc returns the instant of the first function of AfterFunc, or
-// clockwork.Forever.
-func (f *Fake) nextFunc() int64 {
-	next := clockwork.Forever
-	for _, x := range f.funcs {
-		next = min(next, x.at)
-	}
-	return next
-}
-
-// runDueFuncs calls, without the lock, the functions of AfterFunc due by
-// now, in the order of their instants.
-func (f *Fake) runDueFuncs() {
-	for {
-		i := -1
-		for j, x := range f.funcs {
-			if x.at <= f.elapsed && (i < 0 || x.at < f.funcs[i].at) {
-				i = j
-			}
-		}
-		if i < 0 {
-			return
-		}
-		fn := f.funcs[i].f
-		f.funcs = append(f.funcs[:i], f.funcs[i+1:]...)
-		f.mu.Unlock()
-		fn()
-		f.mu.Lock()
-	}
 }
 
 // Settle blocks until every timer on the clock is asleep until an instant
@@ -176,14 +139,14 @@ func (f *Fake) Settle() {
 	f.waitSettled()
 }
 
-// BlockUntilContext blocks until the timers on the clock hold at least n
-// pending timeouts (PendingTimeouts summed over them: accepted and neither
-// run nor cancelled, a context of WithTimeout counting one), or until ctx
-// is done, then returning an error that wraps ctx's and gives the count.
-// A test calls it before Advance, so that the code under test has
-// scheduled what the Advance should run, as with clockwork's
-// BlockUntilContext; at least n, not exactly, so that a count that
-// overshoots meanwhile does not make it wait for nothing.
+// BlockUntilContext blocks until the clock has at least n waiters (see
+// Waiters), or until ctx is done, then returning an error that wraps ctx's
+// and gives the count. A test calls it before Advance, so that the code
+// under test has scheduled what the Advance should run, as with
+// clockwork's BlockUntilContext; at least n, not exactly, so that a count
+// that overshoots meanwhile does not make it wait for nothing. The count
+// is every waiter on the clock, an Every job's or a kept timeout's too:
+// read Waiters first and wait for that many more.
 func (f *Fake) BlockUntilContext(ctx context.Context, n int) error {
 	stop := context.AfterFunc(ctx, func() {
 		f.mu.Lock()
@@ -194,23 +157,34 @@ func (f *Fake) BlockUntilContext(ctx context.Context, n int) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for {
-		have := f.pending()
-		if have >= int64(n) {
+		have := f.countWaiters()
+		if have >= n {
 			return nil
 		}
 		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("clock: BlockUntilContext: %d timeouts pending, waited for %d: %w", have, n, err)
+			return fmt.Errorf("clock: BlockUntilContext: %d waiters, waited for %d: %w", have, n, err)
 		}
 		f.changed.Wait()
 	}
 }
 
-// pending returns the pending timeouts of the timers on the clock.
-func (f *Fake) pending() int64 {
-	var n int64
+// Waiters returns the number of waiters on the clock: the pending
+// timeouts of the timers on it (PendingTimeouts summed over them: accepted
+// and neither run nor cancelled, a context of WithTimeout or an Every job
+// counting one), and the clock's own Timers, Tickers, Sleeps and AfterFunc
+// functions neither fired nor stopped (a Ticker counting one until Stop).
+func (f *Fake) Waiters() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.countWaiters()
+}
+
+// countWaiters returns Waiters, under the lock.
+func (f *Fake) countWaiters() int {
+	n := len(f.waiters)
 	for _, s := range f.sleepers {
 		if s.timer != nil {
-			n += s.timer.Pending()
+			n += int(s.timer.Pending())
 		}
 	}
 	return n

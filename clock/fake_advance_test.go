@@ -166,5 +166,5 @@ func TestFakeBlockUntilContext(t *testing.T) {
 	cancelShort()
 	err := fake.BlockUntilContext(short, 1)
 	require.True(t, errors.Is(err, context.Canceled), "%v", err)
-	assert.Contains(t, err.Error(), "0 timeouts pending, waited for 1")
+	assert.Contains(t, err.Error(), "0 waiters, waited for 1")
 }

@@ -48,48 +48,28 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 }
 
 // WithDeadline returns a copy of parent whose deadline is no later than
-// deadline, as context.WithDeadline does, except that the timer enforces
-// the deadline at its resolution: Done is closed at the first tick end at
-// or after the deadline, never before it, or when the returned CancelFunc
-// is called, or when parent's Done is closed, whichever happens first. The
-// deadline is read on the timer's clock (WithClock): on a clock.Fake the
-// context expires when the fake is advanced to it. A parent's deadline is
-// compared with deadline as a wall time, whichever clock it came from: on
-// a clock.Fake, give parents no runtime deadline (context.Background, or
-// contexts of the same timer).
+// deadline, as context.WithDeadline does, enforced by the timer: Done is
+// closed at the first tick end at or after the deadline, never before it,
+// when the CancelFunc is called, or when parent is done, whichever comes
+// first. Err then returns context.DeadlineExceeded, or the error of the
+// cancellation, and context.Cause the cause, on the context and on every
+// context derived from it. The deadline is read on the timer's clock
+// (WithClock) and compared with parent's as a wall time. A parent whose
+// deadline is earlier keeps it; a deadline already past, or a parent
+// already done, gives a context already done that holds no timeout. A nil
+// parent panics, as with the context package.
 //
-// Deadline reports deadline. Once it has passed, Err returns
-// context.DeadlineExceeded and context.Cause returns it too; contexts
-// derived from the returned one see the same. Cancelling parent cancels
-// the context itself before parent's cancel returns, with parent's error
-// and cause: the context package joins it to parent as it joins its own
-// contexts, and a live context costs no goroutine. The CancelFunc and the
-// deadline reach contexts derived directly from it (context.WithCancel,
-// WithTimeout, AfterFunc, or this timer's WithDeadline on it) before they
-// return, as the package's do; a cancellation of parent reaches them a
-// moment later, through one goroutine that it starts for all the contexts
-// derived from this one. Contexts derived through a wrapper
-// (context.WithValue, a struct embedding the context) join through a
-// goroutine each while they live, as the context package joins any
-// context it cannot see into. A parent whose deadline is
-// earlier keeps it, as with context.WithDeadline. A deadline already past,
-// or a parent already done, returns a context already done that holds no
-// timeout. A nil parent panics, as with the context package.
-//
-// The context holds one pending timeout of the timer until its deadline or
-// its CancelFunc: calling the CancelFunc, which is idempotent, releases the
-// timeout at once and detaches the context from parent, so call it as
-// soon as the work is done, as with the context package. A cancellation
-// of parent releases the timeout only of a context that has derived
-// contexts; otherwise the timeout, and the context with it, stay until the
-// deadline or the CancelFunc. While the timer is stopped, or at its
-// WithMaxPendingTimeouts limit, WithDeadline returns context.WithDeadline's
-// context instead, whose deadline a runtime timer keeps on the runtime's
-// clock (on a clock.Fake, a context whose deadline the fake keeps, with
-// Fake.AfterFunc); Stats counts those in ContextFallbacks. A context still live at
-// Stop outlives it the same way: Stop moves its deadline to a runtime
-// timer (on a clock.Fake, to the fake's AfterFunc), which the CancelFunc
-// stops, and does not return its timeout.
+// The context holds one pending timeout until its deadline or its
+// CancelFunc, which is idempotent and releases it at once: call it as soon
+// as the work is done. A cancellation of parent releases it only for a
+// context with derived contexts. A live context costs no goroutine; the
+// CancelFunc and the deadline reach directly derived contexts before they
+// return, parent's cancellation through one goroutine, and contexts
+// derived through a wrapper (context.WithValue) join through a goroutine
+// each: docs/differences.md lists each difference from the context
+// package. A stopped or full timer returns a context whose deadline its
+// clock keeps (a runtime timer, or a clock.Fake's AfterFunc), counted in
+// Stats.ContextFallbacks; Stop moves a live context's deadline there too.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }

@@ -9,10 +9,11 @@ import (
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 )
 
-// A test written for a clockwork-style fake clock moves to clock.Fake as
-// it is: the code under test schedules on a goroutine of its own, the test
-// waits until it has (BlockUntilContext), then advances the clock to the
-// deadline exactly; Advance returns once what came due has run.
+// A clockwork-style test on clock.Fake: the code under test schedules on
+// a goroutine of its own, the test waits until it has (BlockUntilContext,
+// counting from the waiters already on the clock), then advances the
+// clock to the deadline exactly; Advance returns once what came due has
+// run.
 func ExampleHashedWheelTimer_fakeClock() {
 	fake := clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 	timer, err := hashedwheel.New(hashedwheel.WithClock(fake))
@@ -20,7 +21,13 @@ func ExampleHashedWheelTimer_fakeClock() {
 		panic(err)
 	}
 	defer timer.Stop()
+	flush, err := timer.Every(time.Minute, func() {}) // a waiter already there
+	if err != nil {
+		panic(err)
+	}
+	defer flush.Cancel()
 
+	base := fake.Waiters()
 	result := make(chan error, 1)
 	go func() { // the code under test: a request with a 100ms deadline
 		ctx, cancel := timer.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -31,8 +38,9 @@ func ExampleHashedWheelTimer_fakeClock() {
 
 	wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := fake.BlockUntilContext(wait, 1); err != nil { // the deadline is scheduled
-		panic(err)
+	if err := fake.BlockUntilContext(wait, base+1); err != nil { // the deadline is scheduled
+		fmt.Println(err)
+		return
 	}
 	fake.Advance(99 * time.Millisecond)
 	fake.Advance(time.Millisecond) // the deadline, exactly

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -147,11 +148,16 @@ func withShards(n int) Option {
 // with Advance: when Advance returns, every task due by then has run. The
 // contexts a stopped or full timer falls back to (see WithDeadline) follow
 // a clock.Fake too, through its AfterFunc; on a real clock they use the
-// runtime's timers. A custom clock embeds *clock.Real or *clock.Fake.
+// runtime's timers. A custom clock embeds *clock.Real or *clock.Fake. A
+// clock that cannot keep time, the zero clock.Fake, is refused, with an
+// error that names clock.NewFake.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
 		if isNil(c) {
 			return invalidOption("WithClock", c, "a non-nil clock.Clock")
+		}
+		if err := clockwork.Check(c); err != nil {
+			return fmt.Errorf("%w: WithClock: %w", ErrInvalidOption, err)
 		}
 		cfg.clock = c
 		return nil

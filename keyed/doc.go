@@ -32,7 +32,8 @@
 //
 // Reschedule is Move with an error that tells a key not in the set
 // (ErrNotFound) from a stopped timer (hashedwheel.ErrStopped), and Entry
-// gives the key and value of each timeout the timer's Stop hands back. Set
+// gives the key and value of each timeout the timer's Stop hands back,
+// leaving the key in the set, where Drain still takes it. Set
 // refuses a key not equal to itself (a NaN) or not comparable (a slice in
 // an interface) with ErrInvalidKey. See Timers for the whole contract.
 package keyed

@@ -88,6 +88,11 @@ func (t *Timers[K, V]) Drain(f func(key K, value V)) int {
 // key that stayed in the set and its value. It returns false for a
 // timeout of another task or another set, and for one whose key has since
 // expired, been removed, or been given a new timeout.
+//
+// Entry only looks: the key stays in the set, where All, Drain and Remove
+// still find it. A shutdown that hands each key over once takes the set's
+// keys with Drain alone, or with Remove for each key Entry names, and uses
+// Entry to tell the set's timeouts from the others Stop returns.
 func (t *Timers[K, V]) Entry(timeout hashedwheel.Timeout) (key K, value V, ok bool) {
 	if timeout == nil {
 		return key, value, false

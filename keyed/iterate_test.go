@@ -181,6 +181,30 @@ func TestEntryGivesTheKeyAndValueOfEachTimeoutStopHandsBack(t *testing.T) {
 	assert.Equal(t, 3, value)
 }
 
+// TestEntryLeavesTheKeyInTheSet: Entry only looks, so a shutdown that
+// names the set's keys with Entry and then Drains would hand each over
+// twice; Remove of the key Entry named takes it out, and Drain then hands
+// over only the others.
+func TestEntryLeavesTheKeyInTheSet(t *testing.T) {
+	set, _, _, h := newRecorded(t)
+	require.NoError(t, set.Set("a", 1, time.Hour))
+	require.NoError(t, set.Set("b", 2, time.Hour))
+	var named []string
+	for _, timeout := range h.Stop() {
+		if key, _, ok := set.Entry(timeout); ok {
+			named = append(named, key)
+		}
+	}
+	assert.ElementsMatch(t, []string{"a", "b"}, named)
+	assert.Equal(t, 2, set.Len(), "Entry took nothing out")
+	value, ok := set.Remove("a")
+	assert.True(t, ok)
+	assert.Equal(t, 1, value)
+	var drained []string
+	assert.Equal(t, 1, set.Drain(func(key string, _ int) { drained = append(drained, key) }))
+	assert.Equal(t, []string{"b"}, drained)
+}
+
 // Reschedule tells a key not in the set (ErrNotFound) from a stopped
 // timer (ErrStopped), where Move returns false for both.
 func TestRescheduleTellsAMissingKeyFromAStoppedTimer(t *testing.T) {

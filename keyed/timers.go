@@ -59,7 +59,7 @@ var ErrNotFound = errors.New("keyed: key not in the set")
 // Len counts them, Pending, Get and Remove find them, All lists them and
 // Drain takes them all out, so that a program shutting down can still take
 // every value; Entry gives the key and value of each timeout the timer's
-// Stop handed back. Set then fails with an error wrapping
+// Stop handed back, leaving the key in the set. Set then fails with an error wrapping
 // hashedwheel.ErrStopped and changes nothing; Move returns false, and
 // Reschedule an error wrapping hashedwheel.ErrStopped for a key in the set
 // and ErrNotFound for one that is not.

@@ -2,11 +2,9 @@ module github.com/wheeltimer/wheeltimer/examples/delayedorder
 
 go 1.25.0
 
-replace github.com/wheeltimer/wheeltimer => ../..
-
 require (
 	github.com/stretchr/testify v1.11.1
-	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
+	github.com/wheeltimer/wheeltimer v0.4.0
 	modernc.org/sqlite v1.59.0
 )
 

@@ -12,10 +12,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/wheeltimer/wheeltimer/clock"
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
-	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 )
 
 // fake is the time of every test of the package: the shared timer runs on
@@ -24,28 +24,37 @@ import (
 var fake = clock.NewFake(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 
 // useFakeTime replaces the program's shared timer with one on the fake
-// clock, until restore is called.
-func useFakeTime() (restore func()) {
-	real := timer
-	t, err := hashedwheel.New(hashedwheel.WithClock(fake))
+// clock; TestMain calls it before m.Run, and restore after.
+func useFakeTime() (restore func(), err error) {
+	onFake, err := hashedwheel.New(hashedwheel.WithClock(fake))
 	if err != nil {
-		panic(err)
+		return nil, err
 	}
-	timer = t
+	real := timer
+	timer = onFake
 	return func() {
 		timer = real
-		t.Stop()
-	}
+		onFake.Stop()
+	}, nil
 }
 
 // TestMain runs every test of the package on fake time, and checks that
-// none leaves a goroutine behind.
+// none leaves a goroutine behind: goleak, ignoring the two goroutines of
+// the default pool that the ants package, which the timer uses, starts
+// when it is imported.
 func TestMain(m *testing.M) {
-	restore := useFakeTime()
+	restore, err := useFakeTime()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	code := m.Run()
 	restore()
 	if code == 0 {
-		if err := leaktest.Find(); err != nil {
+		if err := goleak.Find(
+			goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).purgeStaleWorkers"),
+			goleak.IgnoreTopFunction("github.com/panjf2000/ants/v2.(*poolCommon).ticktock"),
+		); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}

@@ -104,10 +104,11 @@ func run(ctx context.Context, cfg config, out io.Writer) error {
 		return err
 	}
 	defer timer.Stop()
-	// A second run takes the name over: the variable reads this timer.
+	// A name serves one timer: free it for the next run.
 	if err := wheelexpvar.Publish(varName, timer); err != nil {
 		return err
 	}
+	defer wheelexpvar.Unpublish(varName)
 
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -29,6 +29,7 @@ func ExamplePublish() {
 	if err := publishStats(timer); err != nil {
 		panic(err)
 	}
+	defer wheelexpvar.Unpublish("orders") // frees the name, which serves one timer
 	for range 2 {
 		if _, err := timer.AfterFunc(time.Second, func() {}); err != nil {
 			panic(err)

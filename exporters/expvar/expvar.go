@@ -26,27 +26,31 @@ type Source interface {
 	Stats() hashedwheel.Stats
 }
 
-// ErrNameTaken is returned by Publish for a name that other code has
-// published with expvar.
-var ErrNameTaken = errors.New("expvar: name published by other code")
+// ErrNameTaken is returned by Publish for a name already published, by
+// Publish or by other code with expvar.
+var ErrNameTaken = errors.New("expvar: name already published")
 
-// published holds the variables Publish made, by name; mu orders the
-// publications, so that two Publish calls of a new name make one variable.
+// published holds the variables Publish made, by name, whether they serve
+// a timer now or were unpublished; mu orders the publications.
 var (
 	mu        sync.Mutex
 	published = map[string]*variable{}
 )
 
-// variable is the expvar variable of a name: it reads whichever source
-// was published under the name last.
+// variable is the expvar variable of a name: it reads the source published
+// under the name, or is null while none is.
 type variable struct {
-	source atomic.Pointer[Source]
+	source atomic.Pointer[Source] // nil once unpublished
 }
 
-// String returns the source's Stats as JSON; expvar calls it on each
-// request of /debug/vars.
+// String returns the source's Stats as JSON, or null once unpublished;
+// expvar calls it on each request of /debug/vars.
 func (v *variable) String() string {
-	b, err := (*v.source.Load()).Stats().MarshalJSON()
+	src := v.source.Load()
+	if src == nil {
+		return "null"
+	}
+	b, err := (*src).Stats().MarshalJSON()
 	if err != nil { // Stats holds only numbers: not reached
 		return "null"
 	}
@@ -54,13 +58,13 @@ func (v *variable) String() string {
 }
 
 // Publish publishes timer's Stats as the expvar variable name, read at
-// each request of /debug/vars. expvar cannot remove a variable, so a
-// name published by Publish before is taken over: the variable reads the
-// new timer from then on, and the old one is no longer kept reachable.
-// Publish never panics, as expvar.Publish does for a name used twice: it
-// fails with an error wrapping ErrNameTaken for a name that other code
-// published, and with an error for an empty name or a nil timer. It may
-// be called from any goroutine.
+// each request of /debug/vars. A name serves one timer: Publish fails with
+// an error wrapping ErrNameTaken for a name it already serves, as for a
+// name that other code published with expvar, and leaves it as it was, so
+// that two timers never report under one name. Unpublish frees a name for
+// the next Publish. Publish never panics, as expvar.Publish does for a
+// name used twice, and fails with an error for an empty name or a nil
+// timer. It may be called from any goroutine.
 func Publish(name string, timer Source) error {
 	if name == "" {
 		return errors.New("expvar: Publish with an empty name")
@@ -71,11 +75,13 @@ func Publish(name string, timer Source) error {
 	mu.Lock()
 	defer mu.Unlock()
 	if v, ok := published[name]; ok {
-		v.source.Store(&timer)
+		if !v.source.CompareAndSwap(nil, &timer) {
+			return fmt.Errorf("%w: %q serves another timer; Unpublish it first", ErrNameTaken, name)
+		}
 		return nil
 	}
 	if expvar.Get(name) != nil {
-		return fmt.Errorf("%w: %q", ErrNameTaken, name)
+		return fmt.Errorf("%w: %q, by other code", ErrNameTaken, name)
 	}
 	v := &variable{}
 	v.source.Store(&timer)
@@ -86,12 +92,23 @@ func Publish(name string, timer Source) error {
 	return nil
 }
 
+// Unpublish stops name, published by Publish, from serving its timer, and
+// reports whether it served one. expvar cannot remove a variable: the name
+// stays at /debug/vars with the value null until Publish serves a timer
+// under it again. The timer is no longer kept reachable.
+func Unpublish(name string) bool {
+	mu.Lock()
+	defer mu.Unlock()
+	v, ok := published[name]
+	return ok && v.source.Swap(nil) != nil
+}
+
 // publish calls expvar.Publish, turning its panic, for a name that other
 // code published since Publish looked, into ErrNameTaken.
 func publish(name string, v expvar.Var) (err error) {
 	defer func() {
 		if recover() != nil {
-			err = fmt.Errorf("%w: %q", ErrNameTaken, name)
+			err = fmt.Errorf("%w: %q, by other code", ErrNameTaken, name)
 		}
 	}()
 	expvar.Publish(name, v)

@@ -51,7 +51,7 @@ func TestPublishServesTheTimersStats(t *testing.T) {
 		hashedwheel.WithTickDuration(10*time.Millisecond))
 	require.NoError(t, err)
 	defer timer.Stop()
-	require.NoError(t, wheelexpvar.Publish("wheeltimer_test_served", timer))
+	publish(t, "wheeltimer_test_served", timer)
 	for range 3 {
 		_, err := timer.AfterFunc(5*time.Millisecond, func() {})
 		require.NoError(t, err)
@@ -73,12 +73,41 @@ func TestPublishServesTheTimersStats(t *testing.T) {
 	require.Equal(t, uint64(1), got.Cancelled)
 }
 
-// TestPublishTwiceTakesTheNameOver: a second Publish of a name returns
-// nil, and the variable reads the second timer.
-func TestPublishTwiceTakesTheNameOver(t *testing.T) {
-	require.NoError(t, wheelexpvar.Publish("wheeltimer_test_twice", fixed{Scheduled: 1}))
-	require.NoError(t, wheelexpvar.Publish("wheeltimer_test_twice", fixed{Scheduled: 2, MaxTickLag: 1500 * time.Millisecond}))
+// publish publishes timer under name for the test's length.
+func publish(t *testing.T, name string, timer wheelexpvar.Source) {
+	t.Helper()
+	require.NoError(t, wheelexpvar.Publish(name, timer))
+	t.Cleanup(func() { wheelexpvar.Unpublish(name) })
+}
+
+// TestPublishRefusesANameItServes: a second Publish of a name fails with
+// ErrNameTaken, whichever timer it is given, and the name goes on serving
+// the first timer: two timers never report under one name.
+func TestPublishRefusesANameItServes(t *testing.T) {
+	publish(t, "wheeltimer_test_twice", fixed{Scheduled: 1})
+	for _, second := range []wheelexpvar.Source{fixed{Scheduled: 2}, fixed{Scheduled: 1}} {
+		err := wheelexpvar.Publish("wheeltimer_test_twice", second)
+		require.ErrorIs(t, err, wheelexpvar.ErrNameTaken)
+		require.Contains(t, err.Error(), `"wheeltimer_test_twice"`)
+	}
 	raw := fetchVars(t)["wheeltimer_test_twice"]
+	var got map[string]float64
+	require.NoError(t, json.Unmarshal(raw, &got))
+	require.Equal(t, 1.0, got["scheduled"], "%s", raw)
+}
+
+// TestUnpublishFreesTheName: once unpublished, a name reads null and the
+// next Publish serves its timer under it; Unpublish reports whether the
+// name served a timer.
+func TestUnpublishFreesTheName(t *testing.T) {
+	publish(t, "wheeltimer_test_again", fixed{Scheduled: 1})
+	require.True(t, wheelexpvar.Unpublish("wheeltimer_test_again"))
+	require.False(t, wheelexpvar.Unpublish("wheeltimer_test_again"), "unpublished already")
+	require.False(t, wheelexpvar.Unpublish("wheeltimer_test_never"), "never published")
+	require.Equal(t, "null", string(fetchVars(t)["wheeltimer_test_again"]))
+
+	publish(t, "wheeltimer_test_again", fixed{Scheduled: 2, MaxTickLag: 1500 * time.Millisecond})
+	raw := fetchVars(t)["wheeltimer_test_again"]
 	var got map[string]float64
 	require.NoError(t, json.Unmarshal(raw, &got))
 	require.Equal(t, 2.0, got["scheduled"], "%s", raw)
@@ -88,7 +117,10 @@ func TestPublishTwiceTakesTheNameOver(t *testing.T) {
 // TestPublishRefusesANameTakenByOtherCode: a name published with expvar
 // by other code is refused with ErrNameTaken, and left as it was.
 func TestPublishRefusesANameTakenByOtherCode(t *testing.T) {
-	other := expvar.NewInt("wheeltimer_test_taken")
+	other, ok := expvar.Get("wheeltimer_test_taken").(*expvar.Int) // made by an earlier run of -count
+	if !ok {
+		other = expvar.NewInt("wheeltimer_test_taken")
+	}
 	other.Set(42)
 	err := wheelexpvar.Publish("wheeltimer_test_taken", fixed{})
 	require.ErrorIs(t, err, wheelexpvar.ErrNameTaken)
@@ -107,24 +139,37 @@ func TestPublishRefusesAnEmptyNameAndANilTimer(t *testing.T) {
 	require.Nil(t, expvar.Get("wheeltimer_test_nil"), "nothing published")
 }
 
-// TestPublishConcurrently: goroutines publishing one new name and names
-// of their own at once all succeed, and never panic.
+// TestPublishConcurrently: of goroutines publishing one new name at once,
+// exactly one succeeds and the others get ErrNameTaken; those publishing
+// names of their own all succeed; none panics.
 func TestPublishConcurrently(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, 16)
+	names := make([]string, len(errs))
 	for i := range errs {
+		names[i] = "wheeltimer_test_shared"
+		if i%2 == 1 {
+			names[i] = "wheeltimer_test_own_" + string(rune('a'+i))
+		}
+		t.Cleanup(func() { wheelexpvar.Unpublish(names[i]) })
 		wg.Go(func() {
-			name := "wheeltimer_test_shared"
-			if i%2 == 1 {
-				name = "wheeltimer_test_own_" + string(rune('a'+i))
-			}
-			errs[i] = wheelexpvar.Publish(name, fixed{Scheduled: uint64(i)})
+			errs[i] = wheelexpvar.Publish(names[i], fixed{Scheduled: uint64(i)})
 		})
 	}
 	wg.Wait()
+	shared := 0
 	for i, err := range errs {
-		require.NoError(t, err, "Publish %d", i)
+		if i%2 == 1 {
+			require.NoError(t, err, "Publish %d", i)
+			continue
+		}
+		if err == nil {
+			shared++
+			continue
+		}
+		require.ErrorIs(t, err, wheelexpvar.ErrNameTaken, "Publish %d", i)
 	}
+	require.Equal(t, 1, shared, "one Publish of the shared name succeeds")
 	vars := fetchVars(t)
 	require.Contains(t, vars, "wheeltimer_test_shared")
 	require.Contains(t, vars, "wheeltimer_test_own_b")

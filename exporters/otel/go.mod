@@ -2,11 +2,9 @@ module github.com/wheeltimer/wheeltimer/exporters/otel
 
 go 1.25.0
 
-replace github.com/wheeltimer/wheeltimer => ../..
-
 require (
 	github.com/stretchr/testify v1.12.1
-	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
+	github.com/wheeltimer/wheeltimer v0.4.0
 	go.opentelemetry.io/otel v1.46.0
 	go.opentelemetry.io/otel/metric v1.46.0
 	go.opentelemetry.io/otel/sdk/metric v1.46.0

@@ -6,9 +6,10 @@
 // instrument named hashedwheel.field, with its description and unit
 // ("s" for a duration, in seconds; "{timeout}" and the like for a count):
 // an Int64ObservableCounter for a total that only grows, an
-// Int64ObservableGauge for Pending, a Float64ObservableGauge for
-// MaxTickLag. Each observation has the attribute timer=name, so that
-// several timers report through one meter side by side.
+// Int64ObservableUpDownCounter for Pending, a count that goes up and down,
+// and a Float64ObservableGauge for MaxTickLag, a largest value. Each
+// observation has the attribute timer=name, so that several timers report
+// through one meter side by side; a name serves one timer per meter.
 //
 // Beside go.opentelemetry.io/otel, import it under another name, as
 // wheelotel.
@@ -41,10 +42,13 @@ const Prefix = "hashedwheel."
 // Register makes, or finds, the instruments of meter for every field of
 // Stats, and registers a callback that reads timer's Stats once per
 // collection and observes each field with the attribute timer=name.
-// Unregister the returned Registration to stop reporting the timer; the
-// instruments stay, for other timers. It fails, with an error wrapping
-// hashedwheel.ErrInvalidOption, for a nil meter, an empty name or a nil
-// timer, and with the meter's error if it refuses an instrument.
+// Unregister the returned Registration to stop reporting the timer and
+// free its name; the instruments stay, for other timers. It fails with an
+// error wrapping ErrNameTaken for a name under which a timer is already
+// registered on meter, whose observations the meter would add to this
+// one's; with an error wrapping hashedwheel.ErrInvalidOption for a nil
+// meter, an empty name or a nil timer; and with the meter's error if it
+// refuses an instrument.
 func Register(meter metric.Meter, name string, timer Source) (metric.Registration, error) {
 	switch {
 	case meter == nil:
@@ -54,6 +58,21 @@ func Register(meter metric.Meter, name string, timer Source) (metric.Registratio
 	case isNil(timer):
 		return nil, fmt.Errorf("%w: Register(%q) with a nil timer", hashedwheel.ErrInvalidOption, name)
 	}
+	release, err := reserve(meter, name)
+	if err != nil {
+		return nil, err
+	}
+	reg, err := register(meter, name, timer)
+	if err != nil {
+		release()
+		return nil, err
+	}
+	return &registration{Registration: reg, release: release}, nil
+}
+
+// register makes, or finds, the instruments and registers the callback
+// that observes timer under name.
+func register(meter metric.Meter, name string, timer Source) (metric.Registration, error) {
 	labelled := metric.WithAttributeSet(attribute.NewSet(attribute.String(TimerAttribute, name)))
 	fields := hashedwheel.StatsFields()
 	observe := make([]func(metric.Observer, hashedwheel.Stats), len(fields))
@@ -73,11 +92,11 @@ func Register(meter metric.Meter, name string, timer Source) (metric.Registratio
 			c, err = meter.Int64ObservableCounter(Prefix+f.Name, desc, unit)
 			instruments[i] = c
 			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveInt64(c, int64(f.Value(s)), labelled) }
-		default:
-			var g metric.Int64ObservableGauge
-			g, err = meter.Int64ObservableGauge(Prefix+f.Name, desc, unit)
-			instruments[i] = g
-			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveInt64(g, int64(f.Value(s)), labelled) }
+		default: // a count that goes up and down: Pending
+			var u metric.Int64ObservableUpDownCounter
+			u, err = meter.Int64ObservableUpDownCounter(Prefix+f.Name, desc, unit)
+			instruments[i] = u
+			observe[i] = func(o metric.Observer, s hashedwheel.Stats) { o.ObserveInt64(u, int64(f.Value(s)), labelled) }
 		}
 		errs = append(errs, err)
 	}

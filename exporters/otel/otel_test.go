@@ -53,7 +53,8 @@ func collect(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata
 
 // points returns the values of m's data points by their timer
 // attribute, and checks its kind: a monotonic cumulative sum for a
-// counter, a gauge otherwise.
+// counter, a non-monotonic one for a count that goes up and down
+// (Pending), a gauge for a duration.
 func points(t *testing.T, m metricdata.Metrics, counter bool) map[string]float64 {
 	t.Helper()
 	got := map[string]float64{}
@@ -65,19 +66,14 @@ func points(t *testing.T, m metricdata.Metrics, counter bool) map[string]float64
 	}
 	switch data := m.Data.(type) {
 	case metricdata.Sum[int64]:
-		require.True(t, counter, "%s is a sum", m.Name)
-		require.True(t, data.IsMonotonic, "%s is monotonic", m.Name)
+		require.Equal(t, counter, data.IsMonotonic, "%s: monotonic for a counter, an up-down counter otherwise", m.Name)
 		require.Equal(t, metricdata.CumulativeTemporality, data.Temporality, m.Name)
-		for _, p := range data.DataPoints {
-			got[timerOf(p.Attributes)] = float64(p.Value)
-		}
-	case metricdata.Gauge[int64]:
-		require.False(t, counter, "%s is a gauge", m.Name)
 		for _, p := range data.DataPoints {
 			got[timerOf(p.Attributes)] = float64(p.Value)
 		}
 	case metricdata.Gauge[float64]:
 		require.False(t, counter, "%s is a gauge", m.Name)
+		require.Equal(t, "s", m.Unit, "%s: only a duration is a gauge", m.Name)
 		for _, p := range data.DataPoints {
 			got[timerOf(p.Attributes)] = p.Value
 		}
@@ -181,4 +177,34 @@ func TestRegisterRefusesInvalidArguments(t *testing.T) {
 	_, err := wheelotel.Register(nil, "a", fixed{})
 	require.ErrorIs(t, err, hashedwheel.ErrInvalidOption)
 	require.Contains(t, err.Error(), "nil meter")
+}
+
+// TestRegisterRefusesANameItServes: a second Register of a name on one
+// meter fails with ErrNameTaken, for another timer or the same one, so
+// that the meter never sums two timers' observations into one series;
+// another meter, or the name once unregistered, takes it.
+func TestRegisterRefusesANameItServes(t *testing.T) {
+	reader, provider := newReader(t)
+	meter := provider.Meter("test")
+	first, err := wheelotel.Register(meter, "orders", fixed{Scheduled: 10})
+	require.NoError(t, err)
+	for _, second := range []wheelotel.Source{fixed{Scheduled: 5}, fixed{Scheduled: 10}} {
+		_, err = wheelotel.Register(meter, "orders", second)
+		require.ErrorIs(t, err, wheelotel.ErrNameTaken)
+		require.Contains(t, err.Error(), `"orders"`)
+	}
+	require.Equal(t, map[string]float64{"orders": 10}, points(t, collect(t, reader)["hashedwheel.scheduled"], true),
+		"the first timer's count, not a sum")
+
+	_, otherProvider := newReader(t)
+	elsewhere, err := wheelotel.Register(otherProvider.Meter("test"), "orders", fixed{Scheduled: 5})
+	require.NoError(t, err, "another meter")
+	require.NoError(t, elsewhere.Unregister())
+
+	require.NoError(t, first.Unregister())
+	again, err := wheelotel.Register(meter, "orders", fixed{Scheduled: 5})
+	require.NoError(t, err, "free once unregistered")
+	require.Equal(t, map[string]float64{"orders": 5}, points(t, collect(t, reader)["hashedwheel.scheduled"], true))
+	require.NoError(t, again.Unregister())
+	require.NoError(t, again.Unregister(), "idempotent, as the SDK's")
 }

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/require"
 
@@ -57,24 +56,6 @@ func metricName(f hashedwheel.StatsField) string {
 		name += "_total"
 	}
 	return name
-}
-
-// serveMetrics serves the metrics of two timers, orders and sessions, at
-// /metrics on mux.
-func serveMetrics(mux *http.ServeMux, timer, sessions *hashedwheel.HashedWheelTimer) error {
-	reg := prometheus.NewRegistry()
-	second, err := wheelprom.NewCollector("sessions", sessions)
-	if err != nil {
-		return err
-	}
-	reg.MustRegister(second)
-	collector, err := wheelprom.NewCollector("orders", timer)
-	if err != nil {
-		return err
-	}
-	reg.MustRegister(collector)
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return nil
 }
 
 // scrape gets url and returns the body.
@@ -136,8 +117,12 @@ func TestCollectorScrapedOverHTTP(t *testing.T) {
 	fake.Advance(20 * time.Millisecond)
 	fake.WaitAsleep()
 
-	mux := http.NewServeMux()
-	require.NoError(t, serveMetrics(mux, orders, sessions))
+	mux, reg := http.NewServeMux(), prometheus.NewRegistry()
+	second, err := wheelprom.NewCollector("sessions", sessions)
+	require.NoError(t, err)
+	require.NoError(t, reg.Register(second))
+	require.NoError(t, serveMetrics(mux, reg, orders))
+	require.Error(t, serveMetrics(http.NewServeMux(), reg, orders), "a second collector of the name")
 	srv := httptest.NewServer(mux) // listens on 127.0.0.1:0
 	defer srv.Close()
 	body := scrape(t, srv.URL+"/metrics")

@@ -2,12 +2,10 @@ module github.com/wheeltimer/wheeltimer/exporters/prometheus
 
 go 1.25.0
 
-replace github.com/wheeltimer/wheeltimer => ../..
-
 require (
 	github.com/prometheus/client_golang v1.24.1
 	github.com/stretchr/testify v1.11.1
-	github.com/wheeltimer/wheeltimer v0.0.0-00010101000000-000000000000
+	github.com/wheeltimer/wheeltimer v0.4.0
 )
 
 require (

@@ -80,6 +80,9 @@ type Clock struct {
 	// NewSleeper returns a Sleeper bound to c, a clock.Clock, for one
 	// goroutine.
 	NewSleeper func(c any) Sleeper
+	// Check returns an error for c, a clock.Clock, if it cannot keep
+	// time: a zero clock.Fake.
+	Check func(c any) error
 	// SleepingUntil returns the instant the sleepers of fake, a
 	// *clock.Fake, wait for, the earliest if several, or Forever.
 	SleepingUntil func(fake any) int64
@@ -102,6 +105,10 @@ func NewSleeper(c any) Sleeper {
 	}
 	return s
 }
+
+// Check returns an error for c, a clock.Clock, if it cannot keep time, as
+// a zero clock.Fake cannot; hashedwheel.WithClock refuses it.
+func Check(c any) error { return registered.Check(c) }
 
 // SleepingUntil returns the Nanotime instant the sleepers of fake, a
 // *clock.Fake, wait for, the earliest if several, or Forever: the next
