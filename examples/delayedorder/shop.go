@@ -265,13 +265,15 @@ func (e *eventLog) printf(format string, args ...any) {
 
 func (r *report) print(w io.Writer, cfg config) {
 	a := r.Audit
+	if r.Customers { // the replicas cancel, and go on: the database is not settled
+		fmt.Fprintf(w, "this run: %d orders placed, %d paid, %d payments refused (already cancelled), in %v; %d requests sent to a second replica\n",
+			r.Placed, r.Paid, r.Refused, r.Elapsed.Round(time.Millisecond), r.Retried)
+		return
+	}
 	fmt.Fprintf(w, "this run: %d orders placed, %d paid, %d payments refused (already cancelled), %d cancelled, in %v\n",
 		r.Placed, r.Paid, r.Refused, r.CancelledHere, r.Elapsed.Round(time.Millisecond))
-	if r.Customers {
-		fmt.Fprintf(w, "requests sent to a second replica: %d\n", r.Retried)
-	}
-	if r.Served || r.Customers {
-		return // the replicas go on: the database is not settled
+	if r.Served {
+		return // the other replicas go on: the database is not settled
 	}
 	fmt.Fprintf(w, "database %s: %d orders: %d paid, %d cancelled, %d pending\n", redact(cfg.DB), a.Orders, a.Paid, a.Cancelled, a.Pending)
 	if l := a.CancelLatenesses; len(l) > 0 {
