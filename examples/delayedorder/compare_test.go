@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -188,7 +189,7 @@ func riverPath(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Dir(programPath(t))
 	exe := filepath.Join(dir, "riverqueue")
-	if _, err := exec.LookPath(exe); err == nil {
+	if _, err := os.Stat(exe); err == nil {
 		return exe
 	}
 	cmd := exec.Command("go", "build", "-o", exe, ".")
