@@ -32,31 +32,46 @@ func (s *Store) Audit(ctx context.Context, now time.Time, grace time.Duration) (
 		return Audit{}, fmt.Errorf("delayedorder: audit: %w", err)
 	}
 	defer rows.Close()
+	return audit(rows, now.UnixMilli(), grace, time.Millisecond)
+}
+
+// auditRows are the rows of an audit query, from database/sql or pgx: per
+// order its status, deadline, number of cancellations rows and the time of
+// the first (else of its settlement, else 0), times in a unit since the
+// epoch.
+type auditRows interface {
+	Next() bool
+	Scan(dest ...any) error
+	Err() error
+}
+
+// audit checks each order's rows; now and the times are in unit.
+func audit(rows auditRows, now int64, grace, unit time.Duration) (Audit, error) {
 	var a Audit
 	for rows.Next() {
 		var (
-			status            Status
-			deadline, firstMs int64
-			cancellations     int
+			status          Status
+			deadline, first int64
+			cancellations   int
 		)
-		if err := rows.Scan(&status, &deadline, &cancellations, &firstMs); err != nil {
+		if err := rows.Scan(&status, &deadline, &cancellations, &first); err != nil {
 			return Audit{}, fmt.Errorf("delayedorder: audit: %w", err)
 		}
 		a.Orders++
 		switch status {
 		case Pending:
 			a.Pending++
-			if now.After(fromMilli(deadline).Add(grace)) {
+			if time.Duration(now-deadline)*unit > grace {
 				a.PendingOverdue++
 			}
 		case Paid:
 			a.Paid++
 		case Cancelled:
 			a.Cancelled++
-			if firstMs < deadline {
+			if first < deadline {
 				a.CancelledEarly++
 			}
-			a.CancelLatenesses = append(a.CancelLatenesses, time.Duration(firstMs-deadline)*time.Millisecond)
+			a.CancelLatenesses = append(a.CancelLatenesses, time.Duration(first-deadline)*unit)
 		}
 		switch {
 		case cancellations > 1:

@@ -47,12 +47,19 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
+// startChild starts this test binary as the program.
 func startChild(t *testing.T, args ...string) *child {
 	t.Helper()
 	exe, err := os.Executable()
 	require.NoError(t, err)
-	c := &child{cmd: exec.Command(exe, args...), lines: make(chan string, 1<<14), stderr: &lockedBuffer{}}
-	c.cmd.Env = append(os.Environ(), childEnv+"=1")
+	return startProcess(t, exe, append(os.Environ(), childEnv+"=1"), args...)
+}
+
+// startProcess starts the program at exe, reading its output.
+func startProcess(t *testing.T, exe string, env []string, args ...string) *child {
+	t.Helper()
+	c := &child{cmd: exec.Command(exe, args...), lines: make(chan string, 1<<16), stderr: &lockedBuffer{}}
+	c.cmd.Env = env
 	c.cmd.Stderr = c.stderr
 	stdout, err := c.cmd.StdoutPipe()
 	require.NoError(t, err)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"os"
@@ -22,13 +23,21 @@ import (
 // kills it as a real process.
 const childEnv = "DELAYEDORDER_TEST_CHILD"
 
-// TestMain runs the program when started as a child, and otherwise fails
-// the package if a test leaves a goroutine behind.
+// TestMain runs the program when started as a child. Otherwise it runs the
+// tests, stops the PostgreSQL server if a test started one, and fails the
+// package if a test left a goroutine behind.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) == "1" {
 		os.Exit(realMain(os.Args[1:], os.Stdout, os.Stderr))
 	}
-	leaktest.VerifyTestMain(m)
+	code := m.Run()
+	for _, err := range []error{stopServer(), removeProgram(), leaktest.Find()} {
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = max(code, 1)
+		}
+	}
+	os.Exit(code)
 }
 
 func discardLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
@@ -95,4 +104,18 @@ func TestDefaultDatabaseIsInTheWorkingDirectory(t *testing.T) {
 	stderr.Reset()
 	require.Equal(t, 0, realMain([]string{"-orders", "0"}, &stdout, &stderr), stderr.String())
 	assert.FileExists(t, defaultDB)
+}
+
+// TestRunOnPostgres runs the program on a PostgreSQL database, shortened:
+// one replica holds every order, and the whole database checks out.
+func TestRunOnPostgres(t *testing.T) {
+	url := postgresURL(t)
+	var stdout, stderr bytes.Buffer
+	code := realMain([]string{"-db", url, "-replica", "solo", "-orders", "60", "-place-over", "200ms",
+		"-pay-within", "300ms", "-tick", "10ms"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "%s\n%s", stdout.String(), stderr.String())
+	assert.Contains(t, stdout.String(), "recovered: rearmed=0 overdue_cancelled=0 claimed=0")
+	assert.Contains(t, stdout.String(), "60 orders placed")
+	assert.Contains(t, stdout.String(), "ok: every order paid or cancelled")
+	assert.NotContains(t, stdout.String(), "FAILED")
 }

@@ -18,26 +18,31 @@ var ErrClosed = errors.New("delayedorder: service closed")
 
 // Service places orders, takes payments and cancels the orders left unpaid
 // at their deadline. The database holds the truth; the wheel holds, in
-// memory, one timeout per pending order, which only tells the service when
-// to ask the database to cancel it. Losing the wheel (a crash, a restart)
-// loses nothing: Start arms every pending order again from the database.
+// memory, one timeout per order this replica holds, which only tells the
+// service when to ask the database to cancel it. Losing the wheel (a crash,
+// a restart) loses nothing: Start arms the held orders again from the
+// database, and on a database shared by replicas the others take over the
+// orders of one that does not come back when their leases run out.
 type Service struct {
-	store *Store
-	clock clock.Clock
-	timer *hashedwheel.HashedWheelTimer
-	cfg   serviceConfig
-	log   *slog.Logger
-	rec   Recovery // written by Start only
+	orders   Orders
+	timer    *hashedwheel.HashedWheelTimer
+	cfg      serviceConfig
+	log      *slog.Logger
+	rec      Recovery // written by Start only
+	unlisten func()   // stops Orders.Listen; set by Start only
 
-	mu     sync.Mutex
-	armed  map[int64]hashedwheel.Timeout // pending orders' timeouts, for Pay to cancel; guarded by mu
-	closed bool                          // guarded by mu
+	mu       sync.Mutex
+	armed    map[int64]hashedwheel.Timeout // held orders' timeouts, for Pay to cancel; guarded by mu
+	claim    hashedwheel.Timeout           // the next claim, nil if none armed; guarded by mu
+	claimGen uint64                        // counts the claims armed, so that a claim clears only its own; guarded by mu
+	closed   bool                          // guarded by mu
 }
 
 // Recovery is what Start found in the database.
 type Recovery struct {
-	Rearmed int // pending orders armed with the time they had left
-	Overdue int // pending orders whose deadline passed while no process ran: cancelled by Start
+	Rearmed int // held orders armed with the time they had left
+	Overdue int // held or claimed orders whose deadline had passed: cancelled by Start
+	Claimed int // orders the first claim took and armed (a shared database only)
 }
 
 type serviceConfig struct {
@@ -69,8 +74,8 @@ func WithRetryAfter(d time.Duration) ServiceOption {
 	return func(c *serviceConfig) { c.retryAfter = d }
 }
 
-// WithClock sets the time source of the wheel and of the times written to
-// the database. Default the runtime's clock; tests give a *clock.Fake.
+// WithClock sets the wheel's time source. Default the runtime's clock;
+// tests give a *clock.Fake, the same they give Store.Orders.
 func WithClock(c clock.Clock) ServiceOption { return func(cfg *serviceConfig) { cfg.clock = c } }
 
 // WithLogger sets the logger. Default slog.Default().
@@ -83,10 +88,12 @@ func WithLogger(l *slog.Logger) ServiceOption { return func(c *serviceConfig) { 
 // for a complete account.
 func WithOnCancel(f func(Order)) ServiceOption { return func(c *serviceConfig) { c.onCancel = f } }
 
-// Start makes a service on store and arms every pending order with the time
-// left to its deadline; an order whose deadline has passed is cancelled
-// before Start returns.
-func Start(ctx context.Context, store *Store, opts ...ServiceOption) (*Service, error) {
+// Start makes a service on orders, arms the orders this replica holds with
+// the time left to their deadline, and claims those it is now to hold; an
+// order whose deadline has passed is cancelled before Start returns. From
+// then on it claims again whenever the database says a claim may find an
+// order.
+func Start(ctx context.Context, orders Orders, opts ...ServiceOption) (*Service, error) {
 	cfg := serviceConfig{
 		payWithin:  30 * time.Minute,
 		tick:       time.Second,
@@ -101,8 +108,8 @@ func Start(ctx context.Context, store *Store, opts ...ServiceOption) (*Service, 
 		cfg.clock = clock.NewReal()
 	}
 	switch {
-	case store == nil:
-		return nil, errors.New("delayedorder: nil store")
+	case orders == nil:
+		return nil, errors.New("delayedorder: nil orders")
 	case cfg.payWithin <= 0 || cfg.tick <= 0 || cfg.retryAfter <= 0:
 		return nil, fmt.Errorf("delayedorder: pay-within %v, tick %v and retry %v must be positive",
 			cfg.payWithin, cfg.tick, cfg.retryAfter)
@@ -122,15 +129,21 @@ func Start(ctx context.Context, store *Store, opts ...ServiceOption) (*Service, 
 		return nil, err
 	}
 	s := &Service{
-		store: store,
-		clock: cfg.clock,
-		timer: timer,
-		cfg:   cfg,
-		log:   cfg.logger,
-		armed: make(map[int64]hashedwheel.Timeout),
+		orders: orders,
+		timer:  timer,
+		cfg:    cfg,
+		log:    cfg.logger,
+		armed:  make(map[int64]hashedwheel.Timeout),
+	}
+	// Listening before recovering: news that comes meanwhile is acted on,
+	// none falls between the two.
+	s.unlisten, err = orders.Listen(ctx, Listener{Paid: s.disarm, ClaimIn: s.claimIn})
+	if err != nil {
+		timer.Stop()
+		return nil, err
 	}
 	if err := s.recover(ctx); err != nil {
-		timer.Stop()
+		s.Close()
 		return nil, err
 	}
 	return s, nil
@@ -143,35 +156,26 @@ func wheelSize(payWithin, tick time.Duration) int {
 	return 1 << bits.Len64(uint64(n-1))
 }
 
-// recover arms every pending order, and cancels those already due.
+// recover arms the orders this replica held before it started and claims
+// those it is now to hold; those due are cancelled by the claim.
 func (s *Service) recover(ctx context.Context) error {
-	pending, err := s.store.Pending(ctx)
+	c, err := s.orders.Claim(ctx, true)
 	if err != nil {
 		return err
 	}
-	for _, o := range pending {
-		if o.Deadline.After(s.clock.Now()) {
-			if err := s.arm(o.ID, o.Deadline); err != nil {
-				return err
-			}
-			s.rec.Rearmed++
-			continue
-		}
-		got, cancelled, err := s.store.Cancel(ctx, o.ID, s.clock.Now())
-		switch {
-		case err != nil:
+	s.rec.Overdue = len(c.Cancelled)
+	for _, cl := range c.Claims {
+		if err := s.arm(cl.ID, cl.DueIn); err != nil {
 			return err
-		case cancelled:
-			s.rec.Overdue++
-			s.cfg.onCancel(got)
-		case got.Status == Pending: // the clock stepped back since the check
-			if err := s.arm(o.ID, got.Deadline); err != nil {
-				return err
-			}
+		}
+		if cl.Mine {
 			s.rec.Rearmed++
+		} else {
+			s.rec.Claimed++
 		}
 	}
-	s.log.Info("orders recovered", "rearmed", s.rec.Rearmed, "cancelled_overdue", s.rec.Overdue)
+	s.claimed(c)
+	s.log.Info("orders recovered", "rearmed", s.rec.Rearmed, "claimed", s.rec.Claimed, "cancelled_overdue", s.rec.Overdue)
 	return nil
 }
 
@@ -185,54 +189,66 @@ func (s *Service) Armed() int {
 	return len(s.armed)
 }
 
-// Place stores a new order and arms its timeout. If the order was stored
-// but the service closed before it was armed, Place returns the order and
-// an error wrapping ErrClosed: the order stays pending, and the next Start
-// arms it.
+// Place stores a new order and, if this replica holds it, arms its
+// timeout. If the order was stored but the service closed before it was
+// armed, Place returns the order and an error wrapping ErrClosed: the order
+// stays pending, and the next Start arms it.
 func (s *Service) Place(ctx context.Context) (Order, error) {
 	if s.isClosed() {
 		return Order{}, ErrClosed
 	}
-	now := s.clock.Now()
-	o, err := s.store.Create(ctx, now, now.Add(s.cfg.payWithin))
+	o, held, err := s.orders.Create(ctx, s.cfg.payWithin)
 	if err != nil {
 		return Order{}, err
 	}
-	if err := s.arm(o.ID, o.Deadline); err != nil {
+	if !held {
+		return o, nil
+	}
+	if err := s.arm(o.ID, s.cfg.payWithin); err != nil {
 		return o, fmt.Errorf("order %d stored, to be armed at the next start: %w", o.ID, err)
 	}
 	return o, nil
 }
 
-// Pay records the payment of a pending order and cancels its timeout. It
-// fails with ErrOrderCancelled if the cancellation committed first (the
-// payment is to be refunded), ErrAlreadyPaid or ErrNotFound. A payment a
-// little after the deadline is accepted while the cancellation has not
-// committed: the database, not the clock, orders the two.
+// Pay records the payment of a pending order and cancels its timeout, here
+// or, through the database, on the replica that holds it. It fails with
+// ErrOrderCancelled if the cancellation committed first (the payment is to
+// be refunded), ErrAlreadyPaid or ErrNotFound. A payment a little after the
+// deadline is accepted while the cancellation has not committed: the
+// database, not the clock, orders the two.
 func (s *Service) Pay(ctx context.Context, id int64) (Order, error) {
 	if s.isClosed() {
 		return Order{}, ErrClosed
 	}
-	o, err := s.store.Pay(ctx, id, s.clock.Now())
+	o, err := s.orders.Pay(ctx, id)
 	if err != nil {
 		return o, err
 	}
+	s.disarm(id)
+	return o, nil
+}
+
+// disarm cancels the order's timeout, if this replica holds one.
+func (s *Service) disarm(id int64) {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	if t, ok := s.armed[id]; ok {
 		t.Cancel()
 		delete(s.armed, id)
 	}
-	s.mu.Unlock()
-	return o, nil
 }
 
-// Close stops the wheel and waits for the cancellations it started. Orders
-// still pending stay pending in the database, for the next Start. It does
-// not close the store.
+// Close stops listening and the wheel, and waits for the cancellations it
+// started. Orders still pending stay pending in the database, held by this
+// replica for its next Start, or for the others once their leases run out.
+// It does not close the database.
 func (s *Service) Close() {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
+	if s.unlisten != nil {
+		s.unlisten()
+	}
 	s.timer.Stop()
 }
 
@@ -242,16 +258,16 @@ func (s *Service) isClosed() bool {
 	return s.closed
 }
 
-// arm schedules the order's cancellation at deadline, as the service's
-// clock reads it. The lock is held across scheduling so that the task,
-// which removes the entry, never runs before it is made.
-func (s *Service) arm(id int64, deadline time.Time) error {
+// arm schedules the order's cancellation d from now. The lock is held
+// across scheduling so that the task, which removes the entry, never runs
+// before it is made.
+func (s *Service) arm(id int64, d time.Duration) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return ErrClosed
 	}
-	t, err := s.timer.AfterFunc(deadline.Sub(s.clock.Now()), func() { s.expire(id) })
+	t, err := s.timer.AfterFunc(d, func() { s.expire(id) })
 	if err != nil {
 		return err
 	}
@@ -260,32 +276,102 @@ func (s *Service) arm(id int64, deadline time.Time) error {
 }
 
 // expire runs when an order's timeout fires: it asks the database to cancel
-// the order, which it does only if the order is still pending and due.
+// the order, which it does only if the order is still pending, due and held
+// here. After a database error it tries again later.
 func (s *Service) expire(id int64) {
 	s.mu.Lock()
 	delete(s.armed, id)
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	o, cancelled, err := s.store.Cancel(ctx, id, s.clock.Now())
-	switch {
+	switch _, err := s.settle(ctx, id); {
 	case errors.Is(err, ErrNotFound):
 		s.log.Warn("armed order is gone from the database", "order", id)
 	case err != nil:
 		// Still pending in the database: try again later; a restart would
 		// arm it again anyway.
 		s.log.Error("cancelling order failed; retrying", "order", id, "after", s.cfg.retryAfter, "err", err)
-		s.rearm(id, s.clock.Now().Add(s.cfg.retryAfter))
-	case cancelled:
-		s.cfg.onCancel(o)
-	case o.Status == Pending:
-		// The wall clock reads a time before the deadline: wait for it.
-		s.rearm(id, o.Deadline)
+		s.rearm(id, s.cfg.retryAfter)
 	}
 }
 
-func (s *Service) rearm(id int64, at time.Time) {
-	if err := s.arm(id, at); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, hashedwheel.ErrStopped) {
+// settle cancels the order if the database agrees, and arms it again if it
+// is not due yet on the database's clock (the wall clock stepped back since
+// it was armed). Paid, already cancelled, or held by another replica: there
+// is nothing left to do.
+func (s *Service) settle(ctx context.Context, id int64) (cancelled bool, err error) {
+	c, err := s.orders.Cancel(ctx, id)
+	switch {
+	case err != nil:
+		return false, err
+	case c.Cancelled:
+		s.cfg.onCancel(c.Order)
+	case c.DueIn > 0:
+		s.rearm(id, c.DueIn)
+	}
+	return c.Cancelled, nil
+}
+
+func (s *Service) rearm(id int64, d time.Duration) {
+	if err := s.arm(id, d); err != nil && !errors.Is(err, ErrClosed) && !errors.Is(err, hashedwheel.ErrStopped) {
 		s.log.Error("re-arming order failed; it will be armed at the next start", "order", id, "err", err)
+	}
+}
+
+// claimIn arms a claim d from now, unless one is armed sooner: claims come
+// when the database or another replica says one may find an order, at
+// most one a tick.
+func (s *Service) claimIn(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return
+	}
+	if s.claim != nil {
+		if s.claim.Deadline().Sub(s.timer.Now()) <= d || s.claim.Reset(d) {
+			return
+		}
+	}
+	s.claimGen++
+	gen := s.claimGen
+	t, err := s.timer.AfterFunc(d, func() { s.claimNow(gen) })
+	if err != nil {
+		if !errors.Is(err, hashedwheel.ErrStopped) {
+			s.log.Error("arming a claim failed", "err", err)
+		}
+		return
+	}
+	s.claim = t
+}
+
+// claimNow takes the orders the database says this replica is now to
+// hold and arms them.
+func (s *Service) claimNow(gen uint64) {
+	s.mu.Lock()
+	if s.claimGen == gen {
+		s.claim = nil
+	}
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	c, err := s.orders.Claim(ctx, false)
+	if err != nil {
+		s.log.Error("claiming orders failed; retrying", "after", s.cfg.retryAfter, "err", err)
+		s.claimIn(s.cfg.retryAfter)
+		return
+	}
+	for _, cl := range c.Claims {
+		s.rearm(cl.ID, cl.DueIn)
+	}
+	s.claimed(c)
+}
+
+// claimed reports the orders a claim cancelled, and arms the next claim.
+func (s *Service) claimed(c Claimed) {
+	for _, o := range c.Cancelled {
+		s.cfg.onCancel(o)
+	}
+	if !c.Never {
+		s.claimIn(c.Next)
 	}
 }

@@ -63,7 +63,7 @@ func startShop(t *testing.T, store *Store, path string, clk clock.Clock, opts ..
 		WithPayWithin(payWithin), WithTick(tick), WithClock(clk),
 		WithLogger(discardLogger()), WithOnCancel(sh.rec.record),
 	}, opts...)
-	svc, err := Start(t.Context(), store, opts...)
+	svc, err := Start(t.Context(), store.Orders(clk), opts...)
 	require.NoError(t, err)
 	t.Cleanup(svc.Close)
 	sh.svc = svc
@@ -345,7 +345,7 @@ func TestStartRejectsBadOptions(t *testing.T) {
 		"nil logger":      WithLogger(nil),
 		"nil on-cancel":   WithOnCancel(nil),
 	} {
-		svc, err := Start(t.Context(), store, opt)
+		svc, err := Start(t.Context(), store.Orders(clock.NewReal()), opt)
 		assert.Error(t, err, name)
 		assert.Nil(t, svc, name)
 	}

@@ -129,15 +129,20 @@ func (s *Store) Pay(ctx context.Context, id int64, now time.Time) (Order, error)
 	} else if n == 1 {
 		return s.Get(ctx, id)
 	}
-	// No longer pending: its status is final, so this read is stable.
-	o, err := s.Get(ctx, id)
+	return payRefused(s.Get(ctx, id))
+}
+
+// payRefused is the error of a payment that found the order no longer
+// pending, from the order read after it: its status is final, so that read
+// is stable.
+func payRefused(o Order, err error) (Order, error) {
 	switch {
 	case err != nil:
 		return Order{}, err
 	case o.Status == Cancelled:
-		return o, fmt.Errorf("order %d: %w", id, ErrOrderCancelled)
+		return o, fmt.Errorf("order %d: %w", o.ID, ErrOrderCancelled)
 	default:
-		return o, fmt.Errorf("order %d: %w", id, ErrAlreadyPaid)
+		return o, fmt.Errorf("order %d: %w", o.ID, ErrAlreadyPaid)
 	}
 }
 
