@@ -56,13 +56,12 @@ type Clock interface {
 	// stop prevents the call, reporting whether it did, as time.Timer's
 	// Stop.
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
-	// newSleeper returns what a timer's worker waits on, bound to this
-	// clock, for one goroutine. Unexported, so that only Real and Fake,
-	// and what embeds them, implement Clock.
-	newSleeper() clockwork.Sleeper
-	// check returns an error for a clock that cannot keep time: the zero
-	// Fake, or a nil one embedded in a custom clock.
-	check() error
+	// Sleeper returns what a hashedwheel timer's worker sleeps on, bound
+	// to this clock, or an error for a clock that cannot keep time: the
+	// zero Fake, or a nil one embedded in a custom clock. Its type is
+	// internal to the module, so that only Real and Fake, and what embeds
+	// them, implement Clock; application code has no use for it.
+	Sleeper() (clockwork.Sleeper, error)
 }
 
 // Real is the runtime's clock. Make it with NewReal; the zero Real works
@@ -88,19 +87,16 @@ func (r *Real) Nanotime() int64 {
 	return int64(time.Since(origin))
 }
 
-// check refuses a nil Real, which a custom clock can embed.
-func (r *Real) check() error {
+// Sleeper returns a sleeper that waits on a runtime timer, for a
+// hashedwheel timer's worker; it refuses a nil Real, which a custom clock
+// can embed.
+func (r *Real) Sleeper() (clockwork.Sleeper, error) {
 	if r == nil {
-		return errors.New("clock: a nil *clock.Real: make one with clock.NewReal")
+		return nil, errors.New("clock: a nil *clock.Real: make one with clock.NewReal")
 	}
-	return nil
-}
-
-// newSleeper returns a sleeper that waits on a runtime timer.
-func (r *Real) newSleeper() clockwork.Sleeper {
 	t := time.NewTimer(time.Hour)
 	t.Stop()
-	return &realSleeper{clock: r, timer: t, wake: make(chan struct{}, 1)}
+	return &realSleeper{clock: r, timer: t, wake: make(chan struct{}, 1)}, nil
 }
 
 type realSleeper struct {

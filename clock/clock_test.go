@@ -23,8 +23,8 @@ var (
 	_ clock.Clock           = (*clock.Real)(nil)
 	_ clock.Clock           = (*clock.Fake)(nil)
 	_ clock.Clock           = struct{ *clock.Fake }{} // a custom clock embeds one
-	_ clockwork.WorkTracker = clockwork.NewSleeper(clock.NewFake(time.Time{})).(clockwork.WorkTracker)
-	_ clockwork.Watcher     = clockwork.NewSleeper(clock.NewFake(time.Time{})).(clockwork.Watcher)
+	_ clockwork.WorkTracker = newSleeper(clock.NewFake(time.Time{})).(clockwork.WorkTracker)
+	_ clockwork.Watcher     = newSleeper(clock.NewFake(time.Time{})).(clockwork.Watcher)
 )
 
 // start is the wall-clock time of the fakes.
@@ -54,7 +54,7 @@ func TestRealNanotimeStartsAtZeroAndNeverDecreases(t *testing.T) {
 // at once for an instant past, and a Forever sleep ends only by Wake.
 func TestRealSleeperSleepsUntilTheInstant(t *testing.T) {
 	r := clock.NewReal()
-	s := clockwork.NewSleeper(r)
+	s := newSleeper(r)
 	defer s.Close()
 
 	until := r.Nanotime() + int64(20*time.Millisecond)
@@ -86,7 +86,7 @@ func wakeEndsAForeverSleep(s clockwork.Sleeper) {
 func TestSleeperWakeBeforeSleepEndsTheNextSleep(t *testing.T) {
 	for name, c := range map[string]clock.Clock{"Real": clock.NewReal(), "Fake": clock.NewFake(start)} {
 		t.Run(name, func(t *testing.T) {
-			s := clockwork.NewSleeper(c)
+			s := newSleeper(c)
 			defer s.Close()
 			s.Wake()
 			s.Wake() // never blocks, with a wake already pending
@@ -97,6 +97,19 @@ func TestSleeperWakeBeforeSleepEndsTheNextSleep(t *testing.T) {
 	}
 }
 
+// newSleeper returns c's sleeper, registered with c as a timer's is as it
+// starts.
+func newSleeper(c clock.Clock) clockwork.Sleeper {
+	s, err := c.Sleeper()
+	if err != nil {
+		panic(err)
+	}
+	if w, ok := s.(clockwork.Watcher); ok {
+		w.Watch(nil)
+	}
+	return s
+}
+
 // TestFakeReadsStartUntilMoved: a Fake's Now reads its start and Nanotime
 // 0 until Advance or Jump moves them, together; a negative move changes
 // nothing.
@@ -104,7 +117,7 @@ func TestFakeReadsStartUntilMoved(t *testing.T) {
 	f := clock.NewFake(start)
 	assert.Equal(t, start, f.Now())
 	assert.Zero(t, f.Nanotime())
-	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f), "no sleeper")
+	assert.Equal(t, clockwork.Forever, f.SleepingUntil(), "no sleeper")
 
 	f.Advance(90 * time.Second)
 	assert.Equal(t, start.Add(90*time.Second), f.Now())
@@ -152,19 +165,19 @@ func sleepThrough(f *clock.Fake, s clockwork.Sleeper, instants []int64, woke *[]
 // it woke there.
 func TestFakeAdvanceStopsAtEachInstantASleeperWaitsFor(t *testing.T) {
 	f := clock.NewFake(start)
-	s := clockwork.NewSleeper(f)
+	s := newSleeper(f)
 	defer s.Close()
 	var woke []int64
 	ms := int64(time.Millisecond)
 	end := sleepThrough(f, s, []int64{10 * ms, 20 * ms, 35 * ms, 80 * ms}, &woke)
 	f.WaitAsleep()
-	assert.Equal(t, 10*ms, clockwork.SleepingUntil(f))
+	assert.Equal(t, 10*ms, f.SleepingUntil())
 
 	f.Advance(5 * time.Millisecond)
-	assert.Equal(t, 10*ms, clockwork.SleepingUntil(f), "not woken before its instant")
+	assert.Equal(t, 10*ms, f.SleepingUntil(), "not woken before its instant")
 	f.Advance(45 * time.Millisecond)
 	assert.Equal(t, 50*ms, f.Nanotime())
-	assert.Equal(t, 80*ms, clockwork.SleepingUntil(f), "asleep again when Advance returns")
+	assert.Equal(t, 80*ms, f.SleepingUntil(), "asleep again when Advance returns")
 	end()
 	assert.Equal(t, []int64{10 * ms, 20 * ms, 35 * ms}, woke, "woken at each instant, in order")
 }
@@ -174,7 +187,7 @@ func TestFakeAdvanceStopsAtEachInstantASleeperWaitsFor(t *testing.T) {
 // asleep again.
 func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 	f := clock.NewFake(start)
-	s := clockwork.NewSleeper(f)
+	s := newSleeper(f)
 	defer s.Close()
 	var woke []int64
 	ms := int64(time.Millisecond)
@@ -183,7 +196,7 @@ func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 
 	f.Jump(30 * time.Millisecond) // past both instants at once
 	f.Settle()
-	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f))
+	assert.Equal(t, clockwork.Forever, f.SleepingUntil())
 	end()
 	assert.Equal(t, []int64{30 * ms, 30 * ms}, woke, "both woken at the time jumped to")
 }
@@ -193,7 +206,7 @@ func TestFakeJumpWakesWithoutWaiting(t *testing.T) {
 // WaitAsleep does not wait for them.
 func TestFakeSettleWaitsForTrackedWork(t *testing.T) {
 	f := clock.NewFake(start)
-	s := clockwork.NewSleeper(f)
+	s := newSleeper(f)
 	defer s.Close()
 	var woke []int64
 	end := sleepThrough(f, s, nil, &woke)
@@ -228,7 +241,7 @@ func TestFakeSettleWaitsForTrackedWork(t *testing.T) {
 // closed, it no longer does.
 func TestFakeCloseDetachesASleeper(t *testing.T) {
 	f := clock.NewFake(start)
-	s := clockwork.NewSleeper(f) // made, never asleep: Settle waits for it
+	s := newSleeper(f) // made, never asleep: Settle waits for it
 
 	var closed atomic.Bool
 	settled := make(chan bool)
@@ -240,14 +253,14 @@ func TestFakeCloseDetachesASleeper(t *testing.T) {
 	s.Close()
 	assert.True(t, <-settled, "Settle returned while a sleeper was awake")
 	f.Advance(time.Hour) // no sleeper: returns at once
-	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(f))
+	assert.Equal(t, clockwork.Forever, f.SleepingUntil())
 }
 
 // TestFakeIsSafeForConcurrentUse: readers, Advance, Jump and a sleeper at
 // once, under the race detector; the clock ends at the sum of the moves.
 func TestFakeIsSafeForConcurrentUse(t *testing.T) {
 	f := clock.NewFake(start)
-	s := clockwork.NewSleeper(f)
+	s := newSleeper(f)
 	defer s.Close()
 	var woke []int64
 	end := sleepThrough(f, s, []int64{int64(time.Millisecond), int64(time.Second)}, &woke)
@@ -273,4 +286,35 @@ func TestFakeIsSafeForConcurrentUse(t *testing.T) {
 	end()
 	assert.Equal(t, int64(1100*time.Millisecond), f.Nanotime())
 	assert.Len(t, woke, 2)
+}
+
+// steppedFake is a custom clock as a user writes one: a Fake whose Now
+// reads an hour back.
+type steppedFake struct{ *clock.Fake }
+
+func (c steppedFake) Now() time.Time { return c.Fake.Now().Add(-time.Hour) }
+
+// TestTheSleeperOfAnEmbeddingClockIsItsFakes: a clock that embeds a Fake
+// gets the Fake's sleeper, which the Fake's Advance drives and which shows
+// the timer to the Fake, as a timer on the Fake itself would.
+func TestTheSleeperOfAnEmbeddingClockIsItsFakes(t *testing.T) {
+	c := steppedFake{clock.NewFake(time.Now())}
+	s := newSleeper(c)
+	_, watcher := s.(clockwork.Watcher)
+	_, tracker := s.(clockwork.WorkTracker)
+	assert.True(t, watcher && tracker, "a Fake's sleeper, %T", s)
+
+	slept := make(chan struct{})
+	go func() {
+		defer close(slept)
+		defer s.Close() // a worker that ends detaches its sleeper: Advance waits for no one
+		for c.Nanotime() < int64(time.Second) {
+			s.Sleep(int64(time.Second))
+		}
+	}()
+	c.WaitAsleep()
+	require.Equal(t, int64(time.Second), c.SleepingUntil())
+	c.Advance(time.Second)
+	<-slept
+	assert.Equal(t, clockwork.Forever, c.SleepingUntil(), "closed: no sleeper waits")
 }

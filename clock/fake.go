@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/internal/clockwork"
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
@@ -32,11 +33,10 @@ type Fake struct {
 	start time.Time
 
 	mu       sync.Mutex
-	changed  *sync.Cond     // broadcast on every change of elapsed, of a sleeper, of busy, or a timeout accepted
-	elapsed  int64          // nanoseconds since start; guarded by mu
-	target   int64          // where the Advance calls in progress take the clock, together
-	busy     int            // tasks handed to executors that have not returned
-	running  map[uint64]int // goroutines running a task (clockwork.Watcher.Enter), by id
+	changed  *sync.Cond // broadcast on every change of elapsed, of a sleeper, of busy, or a timeout accepted
+	elapsed  int64      // nanoseconds since start; guarded by mu
+	target   int64      // where the Advance calls in progress take the clock, together
+	busy     int        // tasks handed to executors that have not returned
 	sleepers []*fakeSleeper
 	waiters  []*fakeWaiter // of AfterFunc, NewTimer, NewTicker and Sleep, not yet fired or stopped
 }
@@ -44,18 +44,20 @@ type Fake struct {
 // NewFake returns a fake clock whose Now reads start and whose Nanotime
 // reads 0.
 func NewFake(start time.Time) *Fake {
-	f := &Fake{start: start, running: map[uint64]int{}}
+	f := &Fake{start: start}
 	f.changed = sync.NewCond(&f.mu)
 	return f
 }
 
-// check refuses the zero Fake, and a nil one embedded in a custom clock:
-// neither keeps time.
-func (f *Fake) check() error {
+// Sleeper returns a sleeper driven by Advance and Jump, for a hashedwheel
+// timer's worker; the clock waits for it once the timer watches it, as it
+// starts. It refuses the zero Fake, and a nil one embedded in a custom
+// clock: neither keeps time.
+func (f *Fake) Sleeper() (clockwork.Sleeper, error) {
 	if f == nil || f.changed == nil {
-		return errZeroFake
+		return nil, errZeroFake
 	}
-	return nil
+	return &fakeSleeper{clock: f}, nil
 }
 
 // errZeroFake is check's error.
@@ -190,19 +192,25 @@ func (f *Fake) countWaiters() int {
 	return n
 }
 
-// refuseFromTask panics if the caller runs a task of a timer on the clock,
-// or is the worker of one, which what (Advance, Settle) would wait for.
+// refuseFromTask panics if the caller runs a task of a timer, which what
+// (Advance, Settle) would wait for if the timer were on this clock: a task
+// on an executor (its drain function's frame is on the stack), or the
+// worker of a timer on the clock, where hooks, Schedulers and pool.Inline
+// tasks run. It panics too in a testing/synctest bubble that a timer on
+// the clock was not started in, where waiting for its worker would cross
+// the bubble's edge. The caller holds mu.
 func (f *Fake) refuseFromTask(what string) {
-	id := goid.Current()
-	if id == 0 {
-		return
-	}
-	caller := f.running[id] > 0
+	id, bubble := goid.Current(), goid.Bubble()
+	caller := dispatch.InTask()
 	for _, s := range f.sleepers {
+		if s.bubble != bubble {
+			panic("clock: Fake." + what + " called in a testing/synctest bubble a timer on this clock was not " +
+				"started in, or outside the one it was: move the clock where its timers run")
+		}
 		caller = caller || s.timer != nil && s.timer.Worker() == id
 	}
 	if caller {
-		panic("clock: Fake." + what + " called from a task, Cancelled hook or Scheduler of a timer on this clock, " +
+		panic("clock: Fake." + what + " called from a task, Cancelled hook or Scheduler of a timer, " +
 			"which it would wait for: call Jump there, or " + what + " from another goroutine")
 	}
 }
@@ -244,14 +252,6 @@ func (f *Fake) asleep() bool {
 	return true
 }
 
-// lockedSleepingUntil returns sleepingUntil, taking the lock: for
-// clockwork.SleepingUntil.
-func (f *Fake) lockedSleepingUntil() int64 {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.sleepingUntil()
-}
-
 // sleepingUntil returns the Nanotime instant the sleepers wait for, the
 // earliest if several, or clockwork.Forever.
 func (f *Fake) sleepingUntil() int64 {
@@ -262,16 +262,6 @@ func (f *Fake) sleepingUntil() int64 {
 		}
 	}
 	return until
-}
-
-// newSleeper returns a sleeper driven by Advance and Jump. It implements
-// clockwork.WorkTracker and clockwork.Watcher.
-func (f *Fake) newSleeper() clockwork.Sleeper {
-	s := &fakeSleeper{clock: f}
-	f.mu.Lock()
-	f.sleepers = append(f.sleepers, s)
-	f.mu.Unlock()
-	return s
 }
 
 // release forgets s, so that Settle no longer waits for it.
@@ -293,6 +283,7 @@ type fakeSleeper struct {
 	woken  bool
 	until  int64
 	timer  clockwork.Watched // nil until Watch
+	bubble uint64            // the testing/synctest bubble of its timer's Start; 0: none
 }
 
 func (s *fakeSleeper) Sleep(until int64) {
@@ -322,11 +313,17 @@ func (s *fakeSleeper) Wake() {
 // for it.
 func (s *fakeSleeper) Close() { s.clock.release(s) }
 
-// Watch registers the sleeper's timer (clockwork.Watcher).
+// Watch registers the sleeper and its timer (clockwork.Watcher): from now
+// on Advance and Settle wait for it, and BlockUntilContext counts its
+// timer's timeouts. The sleeper keeps the testing/synctest bubble of the
+// caller, the timer's Start: the clock refuses to be moved from another.
 func (s *fakeSleeper) Watch(timer clockwork.Watched) {
 	f := s.clock
+	bubble := goid.Bubble()
 	f.mu.Lock()
-	s.timer = timer
+	s.timer, s.bubble = timer, bubble
+	f.sleepers = append(f.sleepers, s)
+	f.changed.Broadcast()
 	f.mu.Unlock()
 }
 
@@ -336,26 +333,6 @@ func (s *fakeSleeper) Accepted() {
 	f := s.clock
 	f.mu.Lock()
 	f.changed.Broadcast()
-	f.mu.Unlock()
-}
-
-// Enter marks the calling goroutine as running a task.
-func (s *fakeSleeper) Enter() uint64 {
-	id := goid.Current()
-	f := s.clock
-	f.mu.Lock()
-	f.running[id]++
-	f.mu.Unlock()
-	return id
-}
-
-// Exit ends what Enter began.
-func (s *fakeSleeper) Exit(id uint64) {
-	f := s.clock
-	f.mu.Lock()
-	if f.running[id]--; f.running[id] <= 0 {
-		delete(f.running, id)
-	}
 	f.mu.Unlock()
 }
 

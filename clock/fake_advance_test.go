@@ -40,8 +40,12 @@ type heldWakeClock struct {
 	release chan struct{}
 }
 
-func (c *heldWakeClock) WrapSleeper(inner clockwork.Sleeper) clockwork.Sleeper {
-	return &heldWakeSleeper{Sleeper: inner, Watcher: inner.(clockwork.Watcher), WorkTracker: inner.(clockwork.WorkTracker), c: c}
+func (c *heldWakeClock) Sleeper() (clockwork.Sleeper, error) {
+	inner, err := c.Fake.Sleeper()
+	if err != nil {
+		return nil, err
+	}
+	return &heldWakeSleeper{Sleeper: inner, Watcher: inner.(clockwork.Watcher), WorkTracker: inner.(clockwork.WorkTracker), c: c}, nil
 }
 
 type heldWakeSleeper struct {

@@ -48,7 +48,7 @@ func TestClockNothingMovesWithoutTheInjectedClock(t *testing.T) {
 	s := h.Stats()
 	require.True(t, s.Ticks == 0 && len(rec.runs()) == 0 && s.Pending == 1,
 		"after 50ms of real time and none of the fake clock: %d ticks, %d runs, pending %d", s.Ticks, len(rec.runs()), s.Pending)
-	require.Equal(t, start+int64(time.Millisecond), clockwork.SleepingUntil(fake),
+	require.Equal(t, start+int64(time.Millisecond), sleepingUntil(h),
 		"the worker sleeps until the end of tick 0 on the fake clock")
 	// The deadline, 1ms, is the end of tick 0, which covers it.
 	fake.Jump(time.Millisecond - 1)
@@ -258,12 +258,19 @@ type clkGatedClock struct {
 	release chan struct{}
 }
 
-func (c *clkGatedClock) WrapSleeper(s clockwork.Sleeper) clockwork.Sleeper {
-	return &clkGatedSleeper{Sleeper: s, c: c}
+func (c *clkGatedClock) Sleeper() (clockwork.Sleeper, error) {
+	s, err := c.Fake.Sleeper()
+	if err != nil {
+		return nil, err
+	}
+	return &clkGatedSleeper{Sleeper: s, Watcher: s.(clockwork.Watcher), WorkTracker: s.(clockwork.WorkTracker), c: c}, nil
 }
 
+// clkGatedSleeper is the Fake's sleeper, whose Sleep it wraps.
 type clkGatedSleeper struct {
 	clockwork.Sleeper
+	clockwork.Watcher
+	clockwork.WorkTracker
 	c *clkGatedClock
 }
 

@@ -110,10 +110,12 @@ type sleepCounter struct {
 	sleeps atomic.Int64
 }
 
-func (c *sleepCounter) WrapSleeper(s clockwork.Sleeper) clockwork.Sleeper {
-	return countingSleeper{s, &c.sleeps}
+func (c *sleepCounter) Sleeper() (clockwork.Sleeper, error) {
+	s, err := c.Clock.Sleeper()
+	return countingSleeper{s, &c.sleeps}, err
 }
 
+// countingSleeper is a clock's sleeper, whose Sleep it counts.
 type countingSleeper struct {
 	clockwork.Sleeper
 	sleeps *atomic.Int64

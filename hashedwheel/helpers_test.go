@@ -112,6 +112,11 @@ func mustSchedule(tb testing.TB, h *HashedWheelTimer, task TimerTask, delay time
 	return to
 }
 
+// sleepingUntil returns the instant of h's clock its worker sleeps until,
+// clockwork.Forever if only a wake-up ends its sleep. Call it while the
+// worker sleeps (after the fake's WaitAsleep).
+func sleepingUntil(h *HashedWheelTimer) int64 { return instant(h.startNanos, h.worker.plannedWake) }
+
 // startTime returns the wall time of the timer's start on its clock, as
 // the clock reads now: a timeout's Deadline is it plus the deadline, while
 // the wall clock does not step.

@@ -40,7 +40,8 @@ type config struct {
 	executor      pool.Executor // nil: New's own ants pool
 	logger        *slog.Logger
 	clock         clock.Clock
-	shards        int // 0: by GOMAXPROCS
+	sleeper       clockwork.Sleeper // the clock's, for the worker
+	shards        int               // 0: by GOMAXPROCS
 }
 
 func defaultConfig() config {
@@ -156,10 +157,11 @@ func WithClock(c clock.Clock) Option {
 		if isNil(c) {
 			return invalidOption("WithClock", c, "a non-nil clock.Clock")
 		}
-		if err := clockwork.Check(c); err != nil {
+		s, err := c.Sleeper()
+		if err != nil {
 			return fmt.Errorf("%w: WithClock: %w", ErrInvalidOption, err)
 		}
-		cfg.clock = c
+		cfg.clock, cfg.sleeper = c, s
 		return nil
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 )
 
@@ -39,14 +38,14 @@ func TestResetEarlierFiresByTheNewDeadline(t *testing.T) {
 		to := mustSchedule(t, h, rec, time.Hour)
 		if asleep {
 			advance(fake, lingerTime+2*testTick)
-			require.Greater(t, clockwork.SleepingUntil(fake), int64(time.Minute), "the worker sleeps until the hour")
+			require.Greater(t, sleepingUntil(h), int64(time.Minute), "the worker sleeps until the hour")
 		} else {
 			fake.WaitAsleep()
 		}
 		start := fake.Nanotime()
 		require.True(t, to.Reset(2*testTick))
 		fake.WaitAsleep()
-		require.LessOrEqual(t, clockwork.SleepingUntil(fake), start+int64(3*testTick), "asleep %v: woken for the new deadline", asleep)
+		require.LessOrEqual(t, sleepingUntil(h), start+int64(3*testTick), "asleep %v: woken for the new deadline", asleep)
 		advance(fake, 3*testTick)
 		assert.Len(t, rec.runs(), 1, "asleep %v", asleep)
 		assert.GreaterOrEqual(t, rec.runs()[0], start+int64(2*testTick), "never before the new deadline")

@@ -168,7 +168,10 @@ func (h *HashedWheelTimer) Start() error {
 		}
 		h.executor, h.internalPool = exec, exec
 	}
-	h.sleeper = clockwork.NewSleeper(h.clock)
+	h.sleeper = h.config.sleeper
+	if h.sleeper == nil { // the default clock's
+		h.sleeper, _ = h.clock.Sleeper()
+	}
 	if w, ok := h.sleeper.(clockwork.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
 		h.watcher = w
 		w.Watch(watched{h})

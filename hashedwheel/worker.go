@@ -63,14 +63,6 @@ func newWorker(h *HashedWheelTimer) *worker {
 	if t, ok := h.sleeper.(clockwork.WorkTracker); ok { // a fake clock waits for the tasks
 		cfg.Started, cfg.Finished = t.Started, t.Finished
 	}
-	if m := h.watcher; m != nil && h.executor != pool.Inline {
-		// A fake clock marks a task's goroutine, to refuse Advance there;
-		// it knows the worker's, where pool.Inline runs them.
-		cfg.Run = func(t *timeout) {
-			defer m.Exit(m.Enter())
-			t.run()
-		}
-	}
 	w.dispatcher = dispatch.New(cfg)
 	return w
 }

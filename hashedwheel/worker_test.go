@@ -32,7 +32,7 @@ func TestLateWorkerCatchesUpTickByTick(t *testing.T) {
 	stats := h.Stats()
 	assert.Equal(t, uint64(10), stats.Ticks)
 	assert.Equal(t, 9*testTick, stats.MaxTickLag, "tick 0 was processed nine ticks late")
-	assert.Equal(t, int64(11)*int64(testTick), clockwork.SleepingUntil(fake), "back on schedule: sleeping until the end of tick 10")
+	assert.Equal(t, int64(11)*int64(testTick), sleepingUntil(h), "back on schedule: sleeping until the end of tick 10")
 }
 
 // TestInlineTasksOfATickRunInDeadlineOrder: timeouts reach the worker
@@ -222,13 +222,13 @@ func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {
 
 func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
 	h, fake := newFakeTimer(t, WithTickDuration(time.Millisecond))
-	assert.Equal(t, clockwork.Forever, clockwork.SleepingUntil(fake), "nothing pending: no tick is armed")
+	assert.Equal(t, clockwork.Forever, sleepingUntil(h), "nothing pending: no tick is armed")
 
 	fired := make(chan struct{}, 1)
 	_, err := h.NewTimeout(TaskFunc(func(Timeout) { fired <- struct{}{} }), 3*time.Millisecond)
 	require.NoError(t, err)
 	fake.WaitAsleep()
-	assert.Less(t, clockwork.SleepingUntil(fake), clockwork.Forever, "a pending timeout arms the next tick")
+	assert.Less(t, sleepingUntil(h), clockwork.Forever, "a pending timeout arms the next tick")
 
 	for i := 0; i < 4; i++ {
 		fake.Jump(time.Millisecond)
@@ -238,7 +238,7 @@ func TestIdleWorkerSleepsUntilWoken(t *testing.T) {
 	// It lingers for lingerTime, so that back-to-back NewTimeout calls do not
 	// each pay a wake-up, then sleeps.
 	lingered := 0
-	for clockwork.SleepingUntil(fake) != clockwork.Forever {
+	for sleepingUntil(h) != clockwork.Forever {
 		fake.Jump(time.Millisecond)
 		fake.WaitAsleep()
 		lingered++
@@ -274,13 +274,13 @@ func TestWorkerSleepsUntilTheFirstDueTick(t *testing.T) {
 			mustSchedule(t, h, noopTask, c.delay)
 		}
 		fake.WaitAsleep()
-		for i := 0; clockwork.SleepingUntil(fake) < int64(time.Second); i++ {
+		for i := 0; sleepingUntil(h) < int64(time.Second); i++ {
 			require.Less(t, i, 1000, "%s: still ticking after a second", c.name)
 			fake.Jump(time.Millisecond)
 			fake.WaitAsleep()
 		}
 		due := int64(c.delay) // on a tick's end: the end of the tick covering it
-		assert.Equal(t, due, clockwork.SleepingUntil(fake), "%s: asleep until the end of the tick covering the deadline", c.name)
+		assert.Equal(t, due, sleepingUntil(h), "%s: asleep until the end of the tick covering the deadline", c.name)
 		assert.Zero(t, h.Stats().Ticks, "%s: no tick walked", c.name)
 		fake.Jump(c.delay)
 		fake.WaitAsleep()
@@ -300,7 +300,7 @@ func TestCancelReachesASleepingWorkerAtOnce(t *testing.T) {
 	hook := &hookTask{}
 	to := mustSchedule(t, h, hook, 10*time.Minute)
 	advance(fake, lingerTime+2*testTick)
-	require.Greater(t, clockwork.SleepingUntil(fake), int64(time.Minute), "asleep until the timeout")
+	require.Greater(t, sleepingUntil(h), int64(time.Minute), "asleep until the timeout")
 	require.True(t, to.Cancel())
 	fake.WaitAsleep() // the clock does not move
 	assert.Zero(t, h.PendingTimeouts())
