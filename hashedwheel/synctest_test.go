@@ -136,3 +136,19 @@ func TestSynctestTimerOnAFakeClockStartedOutsideRefusesEveryCallInside(t *testin
 	assert.Equal(t, uint64(1), s.ChanFallbacks)
 	assert.Equal(t, uint64(1), s.ContextFallbacks)
 }
+
+// TestSynctestFakeOfATimerStartedOutsideRefusesToMoveInside: Advance and
+// Settle of a clock.Fake, called in a bubble while a timer started outside
+// it runs on the clock, panic, saying why, instead of waiting for the
+// timer's worker across the bubble's edge, which killed the test binary.
+func TestSynctestFakeOfATimerStartedOutsideRefusesToMoveInside(t *testing.T) {
+	fake := clock.NewFake(time.Now())
+	newTimerOn(t, fake)
+	synctest.Test(t, func(t *testing.T) {
+		for name, move := range map[string]func(){"Advance": func() { fake.Advance(time.Hour) }, "Settle": fake.Settle} {
+			assert.PanicsWithValue(t, "clock: Fake."+name+" called in a testing/synctest bubble a timer on this clock "+
+				"was not started in, or outside the one it was: move the clock where its timers run", move, name)
+		}
+	})
+	fake.Advance(time.Hour) // outside, where the timer runs
+}
