@@ -105,13 +105,6 @@ func (x *contextExtras) unregister(i int32, gen uint32) bool {
 	return true
 }
 
-// registered returns the number of registrations waiting to be called.
-func (x *contextExtras) registered() int {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return len(x.slots) - len(x.free)
-}
-
 // run calls the registered functions, once; a second call waits until the
 // first has called them all.
 func (x *contextExtras) run() {

@@ -135,15 +135,6 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// withShards sets the number of intake shards, a power of two, instead of
-// one per few processors; tests use it so as not to depend on the machine.
-func withShards(n int) Option {
-	return func(cfg *config) error {
-		cfg.shards = n
-		return nil
-	}
-}
-
 // WithClock sets the timer's time source. Default clock.NewReal(). A test
 // gives a *clock.Fake, made anywhere, even at package level, and moves it
 // with Advance: when Advance returns, every task due by then has run. The
