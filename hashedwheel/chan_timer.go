@@ -90,7 +90,7 @@ func (a *clockArming) fire() {
 	s.send()
 	if a.period > 0 {
 		a.next += a.period * max((s.h.now()-a.next)/a.period+1, 1) // at its rate, skipping ticks missed
-		a.stop = s.h.afterFunc(time.Duration(a.next-s.h.now()), a.fire)
+		a.stop = s.h.clock.AfterFunc(time.Duration(a.next-s.h.now()), a.fire)
 	}
 }
 
@@ -142,7 +142,7 @@ func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error
 func (s *chanSender) armClock(delay time.Duration, period int64) {
 	a := &clockArming{s: s, next: s.h.now() + int64(max(delay, 0)), period: period}
 	s.off = a
-	a.stop = s.h.afterFunc(max(delay, 0), a.fire)
+	a.stop = s.h.clock.AfterFunc(max(delay, 0), a.fire)
 	s.h.counters.chanFallbacks.Add(1)
 }
 

@@ -37,12 +37,9 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if parent.Err() != nil {
 		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause) // done at once, no timeout
 	}
-	c := &wheelContext{cause: cause, deadline: h.wallNow().Add(d)}
+	c := &wheelContext{cause: cause}
 	if err := h.arm(c, parent, d); err != nil {
-		if ac, ok := h.clock.(afterFuncClock); ok && !errors.Is(err, ErrSynctestBubble) {
-			return h.clockFallback(ac, parent, c.deadline, d, cause)
-		}
-		return context.WithTimeoutCause(parent, d, cause)
+		return h.fallback(parent, h.wallNow().Add(d), d, cause, err)
 	}
 	return c, c.cancel
 }
@@ -83,16 +80,14 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	dc := &wheelContext{cause: cause, deadline: deadline}
+	dc := &deadlineContext{deadline: deadline}
+	dc.cause = cause
 	delay := deadline.Sub(h.wallNow())
 	if delay <= 0 || parent.Err() != nil {
-		return dc, h.unarmed(dc, parent, delay <= 0)
+		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
 	}
-	if err := h.arm(dc, parent, delay); err != nil {
-		if ac, ok := h.clock.(afterFuncClock); ok && !errors.Is(err, ErrSynctestBubble) {
-			return h.clockFallback(ac, parent, deadline, delay, cause)
-		}
-		return context.WithDeadlineCause(parent, deadline, cause)
+	if err := h.arm(&dc.wheelContext, parent, delay); err != nil {
+		return h.fallback(parent, deadline, delay, cause, err)
 	}
 	return dc, dc.cancel
 }
@@ -102,21 +97,36 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 // deadline a step of the wall clock since its call would skew; on the wall
 // clock otherwise.
 func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool) {
-	if c, ok := parent.(*wheelContext); ok && c.timeout.timer == h && deadlineOf(c.timeout.word.Load()) != 0 { // armed
+	var c *wheelContext
+	switch p := parent.(type) {
+	case *wheelContext:
+		c = p
+	case *deadlineContext:
+		c = &p.wheelContext
+	}
+	if c != nil && c.timeout.timer == h && deadlineOf(c.timeout.word.Load()) != 0 { // armed
 		return c.timeout.remaining(), true
 	}
 	cur, ok := parent.Deadline()
-	return cur.Sub(h.wallNow()), ok
+	if !ok {
+		return 0, false
+	}
+	return cur.Sub(h.wallNow()), true
 }
 
-// clockFallback returns, for a timer on c that cannot keep a context's
-// deadline (stopped, or at its limit), a context whose deadline c keeps,
-// so that it follows a fake clock as the wheel's contexts do, where the
-// context package's would run on the runtime's clock.
-func (h *HashedWheelTimer) clockFallback(c afterFuncClock, parent context.Context, deadline time.Time, delay time.Duration, cause error) (context.Context, context.CancelFunc) {
-	dc := &wheelContext{cause: cause, deadline: deadline}
-	cancel := h.unarmed(dc, parent, false)
-	stop := c.AfterFunc(delay, dc.expire)
+// fallback returns, for a timer that refused a context's timeout with
+// err, a context whose deadline a timer of the clock's own keeps (the
+// runtime's, or a clock.Fake's, so that it follows a fake clock as the
+// wheel's contexts do); in a testing/synctest bubble the timer may not be
+// used in, the context package's, on the bubble's clock.
+func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, delay time.Duration, cause, err error) (context.Context, context.CancelFunc) {
+	if errors.Is(err, ErrSynctestBubble) {
+		return context.WithDeadlineCause(parent, deadline, cause)
+	}
+	dc := &deadlineContext{deadline: deadline}
+	dc.cause = cause
+	cancel := h.unarmed(&dc.wheelContext, parent, false)
+	stop := h.clock.AfterFunc(delay, dc.expire)
 	return dc, func() {
 		stop()
 		cancel()
@@ -203,22 +213,46 @@ type wheelContext struct {
 	cancelInner context.CancelCauseFunc
 	cause       error                         // the cause once the deadline passes; nil: DeadlineExceeded
 	extras      atomic.Pointer[contextExtras] // made on first need: derived contexts, or Stop
-	deadline    time.Time                     // fixed at the call: WithDeadline's, or the wall clock then plus WithTimeout's
+	deadline    atomic.Pointer[time.Time]     // Deadline's, once fixed
 	timeout     timeout
 }
 
-// Deadline returns the deadline fixed at the call: WithDeadline's, or the
-// timer's wall clock at WithTimeout's call plus its timeout, as the
-// context package's WithTimeout does.
-func (c *wheelContext) Deadline() (time.Time, bool) { return c.deadline, true }
+// Deadline returns the deadline fixed at its first call: the wall clock
+// then plus what remains of the timeout on the timer's clock, so the wall
+// clock at WithTimeout's call plus the timeout, to 8ns, unless the wall
+// clock stepped meanwhile. Fixed at the first call, not at WithTimeout's,
+// so that a context nobody asks costs no reading of the wall clock.
+func (c *wheelContext) Deadline() (time.Time, bool) {
+	if c.deadline.Load() == nil {
+		d := c.timeout.Deadline()
+		c.deadline.CompareAndSwap(nil, &d) // or another call fixed it first
+	}
+	return *c.deadline.Load(), true
+}
 
-// String names the context as the context package names its own:
-// <parent>.WithDeadline(<deadline> [<time left on the timer's clock>]).
+// deadlineContext is the context of WithDeadline, which reports the very
+// deadline it was given, and of the fallbacks.
+type deadlineContext struct {
+	wheelContext
+	deadline time.Time
+}
+
+func (c *deadlineContext) Deadline() (time.Time, bool) { return c.deadline, true }
+
+func (c *deadlineContext) String() string { return c.describe(c.deadline) }
+
 func (c *wheelContext) String() string {
+	d, _ := c.Deadline()
+	return c.describe(d)
+}
+
+// describe names the context as the context package names its own:
+// <parent>.WithDeadline(<deadline> [<time left on the timer's clock>]).
+func (c *wheelContext) describe(deadline time.Time) string {
 	// The inner context's String is the parent's name + ".WithCancel".
 	parent := strings.TrimSuffix(c.inner.(interface{ String() string }).String(), ".WithCancel")
-	return parent + ".WithDeadline(" + c.deadline.String() + " [" +
-		c.deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
+	return parent + ".WithDeadline(" + deadline.String() + " [" +
+		deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
 }
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
@@ -308,7 +342,7 @@ func (c *wheelContext) outliveStop(*timeout) {
 	if c.inner.Err() != nil {
 		return // done meanwhile: its CancelFunc may already have looked for the timer
 	}
-	x.moved = c.timeout.timer.afterFunc(c.timeout.remaining(), c.expire)
+	x.moved = c.timeout.timer.clock.AfterFunc(c.timeout.remaining(), c.expire)
 	c.timeout.timer.counters.contextFallbacks.Add(1)
 }
 

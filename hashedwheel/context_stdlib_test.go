@@ -1662,20 +1662,23 @@ func TestStdlibDifferenceDoneAtTheTickEndAfterTheDeadline(t *testing.T) {
 	assert.Equal(t, context.DeadlineExceeded, c.Err(), "at the end of that tick")
 }
 
-// TestTimeoutDeadlineIsTheWallClockAtTheCallPlusTheTimeout: WithTimeout's
-// Deadline is the wall clock at the call plus the timeout, to the
-// nanosecond, as the package's is; a later step of the wall clock does
-// not move it.
-func TestTimeoutDeadlineIsTheWallClockAtTheCallPlusTheTimeout(t *testing.T) {
+// TestStdlibDifferenceTimeoutDeadlineIsTheTimersTo8ns: WithTimeout's
+// Deadline is fixed at its first call: the wall clock then plus what
+// remains until the deadline on the timer's clock, kept to 8ns, rounded
+// up, where the package's is time.Now().Add(d), fixed at the call, to the
+// nanosecond. A step of the wall clock before the first call moves it, as
+// it moves the time the context ends at; one after, not.
+func TestStdlibDifferenceTimeoutDeadlineIsTheTimersTo8ns(t *testing.T) {
 	h, fake := newFakeTimer(t)
 	c, cancel := h.WithTimeout(context.Background(), 5*time.Nanosecond+time.Second)
 	defer cancel()
-	want := fake.Now().Add(5*time.Nanosecond + time.Second)
-	d, _ := c.Deadline()
-	assert.Equal(t, want, d)
+	want := fake.Now().Add(8*time.Nanosecond + time.Second)
 	fake.StepWall(time.Hour)
-	d, _ = c.Deadline()
-	assert.Equal(t, want, d, "fixed at the call")
+	d, _ := c.Deadline()
+	assert.True(t, want.Add(time.Hour).Equal(d), "stepped before its first call: %v", d)
+	fake.StepWall(-time.Hour)
+	d2, _ := c.Deadline()
+	assert.Equal(t, d, d2, "fixed at the first call")
 }
 
 // TestStdlibDifferenceParentCancelKeepsTheTimeoutUntilItsDeadline: a wheel

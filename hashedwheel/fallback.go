@@ -11,24 +11,6 @@ import (
 // testing/synctest bubble the timer may not be used in. Only this file and
 // context.go read the runtime's clock.
 
-// afterFuncClock is a clock that calls a function once it has moved a
-// delay ahead, on its own time: clock.Fake.
-type afterFuncClock interface {
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
-
-// afterFunc calls f once d has passed on the timer's clock, on a timer of
-// the clock's own: the runtime's, or a clock.Fake's, which keeps it on
-// fake time. It returns the function that stops the call. Contexts and
-// channel timers that the wheel cannot keep (the timer is stopped, or at
-// its limit) run on it.
-func (h *HashedWheelTimer) afterFunc(d time.Duration, f func()) (stop func() bool) {
-	if ac, ok := h.clock.(afterFuncClock); ok {
-		return ac.AfterFunc(d, f)
-	}
-	return time.AfterFunc(d, f).Stop
-}
-
 // afterFallback is After's channel when the timer refused the arming with
 // err: a timer of the clock's own sends on it after delay, or, in a
 // testing/synctest bubble the timer may not be used in, a runtime timer

@@ -141,7 +141,7 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 }
 
 // stopOutliver is a task whose timeout Stop does not return, but moves to
-// a timer of the clock's own (HashedWheelTimer.afterFunc): a wheel
+// a timer of the clock's own (Clock.AfterFunc): a wheel
 // context's, which still ends at its deadline, and a channel timer's,
 // which still sends. It counts its own fallback.
 type stopOutliver interface {
