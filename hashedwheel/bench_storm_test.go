@@ -69,7 +69,7 @@ func BenchmarkExpiryStormLargeHeap(b *testing.B) {
 			var err error
 			for j := 0; j < stormSize && err == nil; j++ {
 				_, err = h.NewTimeout(TaskFunc(func(to Timeout) {
-					s.record(time.Since(to.Deadline()))
+					s.record(stormLateness(to))
 				}), stormDelay)
 			}
 			require.NoError(b, err)

@@ -4,16 +4,18 @@
 // due.
 //
 // Each Dispatch appends its tasks, as one segment, to a queue that drain
-// functions running on the executor take tasks from, one at a time, oldest
-// first: a task due earlier never starts after one due later, whatever
-// order the drain functions start in, and a slow task holds up none but
-// its own drain function. At most Parallelism drain functions, the
+// functions running on the executor take tasks from, oldest first: a task
+// due earlier never starts after one due later, whatever order the drain
+// functions start in. A drain function claims one task at a time while
+// tasks take long, and more at once while they are short (claim.go); what
+// it claimed and has not started others steal, so a slow task holds up
+// none but its own drain function. At most Parallelism drain functions, the
 // executor's size, are handed over and not returned, across all segments;
 // tasks beyond them wait in the queue, costing nothing, for a drain
 // function to come back for them.
 //
-// A Dispatch hands over a few drain functions, twice as many as there are
-// processors, which is enough for short tasks. Slow ones hold their drain
+// A Dispatch tops the drain functions out up to twice as many as there
+// are processors, which is enough for short tasks. Slow ones hold their drain
 // functions: a check on a runtime timer, armed only while growing can help
 // (tasks wait, the bound is not reached, and no drain function waits for
 // the executor), asks in one step for a drain function for every slow task
@@ -90,8 +92,17 @@ const (
 // (golang/go#38860).
 const yieldEvery = 100 * time.Microsecond
 
+// maxClaim bounds how many tasks a drain function claims at once, and
+// shortTask is how long a task may take, on average over a claim, for the
+// next claim to double.
+const (
+	maxClaim  = 64
+	shortTask = 20 * time.Microsecond
+)
+
 // startDrainersPerCPU is how many drain functions per processor a Dispatch
-// hands over at first.
+// keeps out: those out go on with the queue's next segment, so a storm of
+// short tasks keeps no more busy than the processors can run.
 const startDrainersPerCPU = 2
 
 // growInterval is how often the check looks at drain functions held by
@@ -130,13 +141,34 @@ type Dispatcher[T any] struct {
 // atomic add on next that hands out its index.
 type segment[T any] struct {
 	tasks    []T
-	at       int64        // monotonic time of the Dispatch
-	next     atomic.Int64 // index of the first task not handed out
-	finished atomic.Int64 // tasks that have returned
-	link     *segment[T]  // the next segment in the queue; guarded by the dispatcher's mu
+	at       int64                 // monotonic time of the Dispatch
+	next     atomic.Int64          // index of the first task not claimed
+	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
+	finished atomic.Int64          // tasks that have returned
+	link     *segment[T]           // the next segment in the queue; guarded by the dispatcher's mu
 }
 
-func (s *segment[T]) unstarted() int64 { return max(int64(len(s.tasks))-s.next.Load(), 0) }
+// unstarted returns how many tasks of the segment have not started: those
+// not claimed, and those claimed and not started.
+func (s *segment[T]) unstarted() int64 {
+	n := max(int64(len(s.tasks))-s.next.Load(), 0)
+	for c := s.claims.Load(); c != nil; c = c.next {
+		n += c.unstarted()
+	}
+	return n
+}
+
+// newClaim makes a claim and pushes it on the segment's stack, for the
+// thieves.
+func (s *segment[T]) newClaim() *claim {
+	c := new(claim)
+	for {
+		c.next = s.claims.Load()
+		if s.claims.CompareAndSwap(c.next, c) {
+			return c
+		}
+	}
+}
 
 // handOff is one drain function handed to the executor. A run that finds
 // it unarmed is a second run of one hand-over, by an executor that runs a
@@ -199,9 +231,13 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	}
 	d.tail = s
 	d.dispatched += int64(n)
-	h := d.takeHandOffs(min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0)))
+	k := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0)-d.outstanding)
+	h := d.takeHandOffs(k)
 	d.mu.Unlock()
 	d.handOut(h)
+	if n > k { // tasks wait behind the drain functions out, which slow tasks may hold
+		d.watch()
+	}
 }
 
 // RunInline runs, in order, the tasks of an inline dispatch that have not
@@ -284,10 +320,14 @@ func (d *Dispatcher[T]) execute(h, rest *handOff[T]) (err error) {
 	return err
 }
 
-// run is the drain function of a hand-off: it runs the queue's tasks, one
-// at a time, oldest first, until none is left to start, then gives the
-// hand-off back. It yields the processor every yieldEvery, before it takes
-// the next task, so that no task waits for it meanwhile. A task that calls
+// run is the drain function of a hand-off: it runs the queue's tasks,
+// oldest first, until none is left to start, then gives the hand-off back.
+// It claims them from a segment's cursor one at a time while tasks take
+// long, and twice as many each time, up to maxClaim, while they are short,
+// so that a storm of short tasks does not pay a shared atomic add and a
+// clock reading each; what it claimed and has not started, others steal,
+// one at a time, so that a slow task holds up none claimed with it. It
+// yields the processor every yieldEvery, between claims. A task that calls
 // runtime.Goexit ends it: a goroutine of its own carries on, holding the
 // hand-off, so that the executor is handed no drain function before the
 // ending one has returned to it.
@@ -297,7 +337,7 @@ func (h *handOff[T]) run() {
 	}
 	d := h.d
 	d.waiting.Add(-1)
-	r := drainer[T]{d: d, yielded: int64(time.Since(origin))}
+	r := drainer[T]{d: d}
 	defer func() {
 		r.finishSegment()
 		if !r.returned {
@@ -306,47 +346,101 @@ func (h *handOff[T]) run() {
 			go h.fn()
 		}
 	}()
+	r.now = int64(time.Since(origin)) // the runtime's monotonic clock, whatever the caller's
+	r.yielded = r.now
 	for r.s = d.nextSegment(nil, h); r.s != nil; r.s = d.nextSegment(r.s, h) {
-		s := r.s
-		n := int64(len(s.tasks))
-		for {
-			now := int64(time.Since(origin)) // on the runtime's monotonic clock, whatever the caller's
-			if now-r.yielded >= int64(yieldEvery) {
-				runtime.Gosched()
-				now = int64(time.Since(origin))
-				r.yielded = now
-			}
-			i := s.next.Add(1) - 1
-			if i >= n {
-				break
-			}
-			t := s.tasks[i]
-			var zero T
-			s.tasks[i] = zero // nothing a finished task captured stays reachable
-			if wait := now - s.at; wait > int64(d.cfg.Slow) {
-				r.waited++
-				r.maxWait = max(r.maxWait, wait)
-			}
-			if !r.claimed && i+1 < n { // tasks wait behind this drain function's first
-				r.claimed = true
-				if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
-					d.watch()
-				}
-			}
-			r.ran++ // counted first: a task that calls runtime.Goexit has finished too
-			d.cfg.Run(t)
-		}
+		r.claimAndRun()
+		r.steal()
 		r.finishSegment()
 	}
 	r.returned = true
+}
+
+// claimAndRun runs the tasks of the drain function's segment that it
+// claims from the cursor, until none is left to claim.
+func (r *drainer[T]) claimAndRun() {
+	d, s := r.d, r.s
+	n := int64(len(s.tasks))
+	r.own = nil
+	for k := int64(1); ; {
+		if r.now-r.yielded >= int64(yieldEvery) {
+			runtime.Gosched()
+			r.now = int64(time.Since(origin))
+			r.yielded = r.now
+		}
+		if k > 1 {
+			if r.own == nil {
+				r.own = s.newClaim()
+			}
+			r.own.word.Store(claiming) // before the cursor moves: a thief waits for the range
+		}
+		first := s.next.Add(k) - k
+		if first >= n {
+			if r.own != nil {
+				r.own.set(0, 0)
+			}
+			return
+		}
+		last := min(first+k, n)
+		if k > 1 {
+			r.own.set(first+1, last)
+		}
+		if !r.claimed && last < n { // tasks wait behind this drain function's first claim
+			r.claimed = true
+			if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
+				d.watch()
+			}
+		}
+		began, ran := r.now, r.ran
+		r.runTask(first)
+		for i, ok := r.own.take(k); ok; i, ok = r.own.take(k) {
+			r.runTask(i)
+		}
+		r.now = int64(time.Since(origin))
+		if r.now-began < int64(shortTask)*(r.ran-ran) {
+			k = min(2*k, maxClaim)
+		} else {
+			k = 1
+		}
+	}
+}
+
+// steal runs, one at a time, the tasks that other drain functions claimed
+// and have not started, until none is left.
+func (r *drainer[T]) steal() {
+	for c := r.s.claims.Load(); c != nil; c = c.next {
+		for i, ok := c.steal(); ok; i, ok = c.steal() {
+			r.now = int64(time.Since(origin))
+			r.runTask(i)
+		}
+	}
+	r.now = int64(time.Since(origin))
+}
+
+// runTask runs task i of the segment, which this drain function alone has
+// started, its hand-off wait read at its claim: to within a claim of tasks
+// shorter than shortTask.
+func (r *drainer[T]) runTask(i int64) {
+	s := r.s
+	t := s.tasks[i]
+	var zero T
+	s.tasks[i] = zero // nothing a finished task captured stays reachable
+	if wait := r.now - s.at; wait > int64(r.d.cfg.Slow) {
+		r.waited++
+		r.maxWait = max(r.maxWait, wait)
+	}
+	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
+	r.d.cfg.Run(t)
 }
 
 // drainer is the state of one drain function's run.
 type drainer[T any] struct {
 	d        *Dispatcher[T]
 	s        *segment[T] // the segment it takes tasks from
+	own      *claim      // its claim of several of s's tasks, made at the first
 	ran      int64       // tasks of s it started: counted finished with the segment
 	claimed  bool        // it has armed the watch, or found it needless
+	now      int64       // the clock at its last claim, on the runtime's monotonic clock since origin
 	yielded  int64       // when it last yielded its processor
 	waited   uint64      // of s's tasks it started, those that waited longer than Slow
 	maxWait  int64
@@ -398,16 +492,18 @@ func (d *Dispatcher[T]) nextSegment(prev *segment[T], h *handOff[T]) *segment[T]
 	return nil
 }
 
-// watch arms the check, unless it is armed or growing cannot help. The
-// caller has just started its first task, no drain function waiting to
-// begin.
+// watch arms the check, unless it is armed, no task waits or the bound is
+// reached. The caller is a Dispatch whose tasks outnumber the drain
+// functions it handed over, or a drain function that has just claimed its
+// first tasks with others waiting, no drain function waiting to begin: the
+// check stops while one waits.
 func (d *Dispatcher[T]) watch() {
 	if !d.watching.CompareAndSwap(false, true) {
 		return
 	}
 	d.mu.Lock()
 	unstarted := d.unstarted()
-	if !d.mayGrow(unstarted) {
+	if unstarted == 0 || d.outstanding >= d.cfg.Parallelism {
 		d.watching.Store(false)
 		d.mu.Unlock()
 		return
@@ -424,7 +520,7 @@ func (d *Dispatcher[T]) mayGrow(unstarted int64) bool {
 	return unstarted > 0 && d.outstanding < d.cfg.Parallelism && d.waiting.Load() == 0
 }
 
-// grow is the check: if fewer tasks started since the last check than
+// grow is the check: if no more tasks started since the last check than
 // there are drain functions out, they are held by slow tasks, and it hands
 // over, in one step, a drain function for each slow task it expects among
 // those waiting, at the rate seen since the queue filled, and as many
@@ -435,7 +531,7 @@ func (d *Dispatcher[T]) grow() {
 	unstarted := d.unstarted()
 	started := d.dispatched - unstarted
 	var h *handOff[T]
-	if d.mayGrow(unstarted) && started-d.startedAtCheck < int64(d.outstanding) {
+	if d.mayGrow(unstarted) && started-d.startedAtCheck <= int64(d.outstanding) {
 		out, burst := int64(d.outstanding), max(started-d.burstBase, 1)
 		h = d.takeHandOffs(int(min((out*unstarted+burst-1)/burst+out, unstarted)))
 	}

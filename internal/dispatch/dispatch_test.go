@@ -302,3 +302,28 @@ func TestATaskCallingGoexitLosesNoOtherTask(t *testing.T) {
 		})
 	}
 }
+
+// TestTasksClaimedWithASlowOneRunWithoutIt: short tasks, so that drain
+// functions claim many at once, with one among them that blocks until all
+// the others have run, on two drain functions: the other steals what the
+// blocked one claimed, so every task runs.
+func TestTasksClaimedWithASlowOneRunWithoutIt(t *testing.T) {
+	const n, slow = 1000, 700
+	var others sync.WaitGroup
+	others.Add(n - 1)
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 2, Run: func(task int) {
+		if task != slow {
+			others.Done()
+			return
+		}
+		done := make(chan struct{})
+		go func() { others.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(waitBound):
+			assert.Fail(t, "tasks claimed with a blocked one never ran")
+		}
+	}})
+	d.Dispatch(sequence(n))
+	closeAndWaitIdle(t, d)
+}
