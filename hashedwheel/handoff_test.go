@@ -78,9 +78,10 @@ func TestSlowTasksOfOneTimerStallNoOtherTimersWorker(t *testing.T) {
 	assert.Less(t, time.Since(start), hold/2, "b's hook ran while a's tasks held the pool")
 	assert.False(t, isClosed(release), "a's tasks still hold the pool")
 	waitOrFail(t, ranB, "b's task never ran")
-	require.Eventually(t, func() bool { return b.Stats().HandOffWaits == 1 }, handOffBound, time.Millisecond,
-		"b's task waited for a goroutine: counted once it returned")
-	assert.Greater(t, b.Stats().MaxHandOffWait, hold/2, "the longest hand-off wait")
+	require.Eventually(t, func() bool { return b.Lateness().HandOff.Count() == 1 }, handOffBound, time.Millisecond,
+		"b's task counted once it returned")
+	assert.Greater(t, b.Stats().MaxHandOffWait, hold/2, "b's task waited for a goroutine")
+	assert.Greater(t, b.Stats().MaxLateness, hold/2, "and started that late")
 }
 
 // TestATaskWaitingForAnotherTimersHookDoesNotDeadlock: on a shared pool of

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/histogram"
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
@@ -308,6 +309,7 @@ type modelHarness struct {
 	accepted, rejectedFull, rejectedStopped uint64
 	returned, resets, periodicRuns          uint64
 	periodicSkipped                         uint64
+	late                                    histogram.Snapshot // how late each run started: pool.Inline hands over none late
 }
 
 // modelRun builds a timer from src and runs up to maxOps operations on it
@@ -709,6 +711,7 @@ func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
 			fired += m.runPeriodic(e, now, cur)
 		case e.state == modelAlive && e.fireTick < cur:
 			e.state, e.firedAt = modelFired, now
+			m.ran(now - e.deadline)
 			fired++
 		case e.state == modelCancelled && !e.processed && e.cancelTick < cur:
 			e.processed, e.uncertain = true, false
@@ -716,6 +719,13 @@ func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
 		}
 	}
 	return fired, processed
+}
+
+// ran counts a run that started late after its deadline.
+func (m *modelHarness) ran(late int64) {
+	m.late.Counts[histogram.Slot(late)]++
+	m.late.Sum += late
+	m.late.Max = max(m.late.Max, late)
 }
 
 // runPeriodic runs, in the model, the periodic timeout e once the clock has
@@ -728,6 +738,7 @@ func (m *modelHarness) runPeriodic(e *modelEntry, now, cur int64) int {
 		return 0
 	}
 	e.runsAt = append(e.runsAt, now)
+	m.ran(now - e.nextDue)
 	m.periodicRuns++
 	from := cur * m.tick // the next run is due after it, in a tick yet to end
 	k := int64(1)
@@ -1019,6 +1030,12 @@ func (m *modelHarness) check() error {
 		PeriodicSkipped: m.periodicSkipped,
 		RejectedFull:    m.rejectedFull,
 		RejectedStopped: m.rejectedStopped,
+		LatenessP50:     time.Duration(m.late.Quantile(0.5)),
+		LatenessP99:     time.Duration(m.late.Quantile(0.99)),
+		MaxLateness:     time.Duration(m.late.Max),
+	}
+	if l := m.h.Lateness(); l.Total != fromSnapshot(m.late) || l.HandOver != l.Total || l.HandOff.Sum != 0 || l.HandOff.Count() != l.Total.Count() {
+		return fmt.Errorf("Lateness() = %+v, want Total and HandOver %+v, HandOff all 0", l, m.late)
 	}
 	got := m.h.Stats()
 	if slack > 0 {

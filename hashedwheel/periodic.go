@@ -63,37 +63,8 @@ func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	return d + k*period, int(min(k-1, math.MaxInt32))
 }
 
-// markRunFor records, once the worker's claim of a periodic run holds, the
-// deadline d the run is for, by which an inline dispatch sorts it: the
-// state word holds the next run's deadline, whole periods later.
-func (t *timeout) markRunFor(d int64) {
-	switch task := t.task.(type) {
-	case *everyTask:
-		task.runFor = d
-	case *scheduledTask:
-		task.runFor = d
-	}
-}
-
-// runFor returns the deadline of the run that the worker claimed last: a
-// one-shot timeout's deadline, or the one a periodic run is for, whole
-// periods before the next run's, which its state word holds.
-func (t *timeout) runFor() int64 {
-	switch task := t.task.(type) {
-	case *everyTask:
-		return task.runFor
-	case *scheduledTask:
-		return task.runFor
-	}
-	return deadlineOf(t.word.Load()) - max(t.period, 0)
-}
-
-// everyTask is the task of a timeout of Every: f, and the deadline of its
-// run claimed last, the worker's.
-type everyTask struct {
-	f      func()
-	runFor int64
-}
+// everyTask is the task of a timeout of Every: f.
+type everyTask struct{ f func() }
 
 func (e *everyTask) Run(Timeout) { e.f() }
 
@@ -107,10 +78,8 @@ type scheduledTask struct {
 	// ScheduleFunc before the timeout is published, then by the worker.
 	named time.Time
 	at    int64
-	// The worker's: the deadline of the run dispatched last, and whether a
-	// call of s.Next is in progress, which, found set, is one that never
-	// returned (it called runtime.Goexit).
-	runFor  int64
+	// The worker's: whether a call of s.Next is in progress, which, found
+	// set, is one that never returned (it called runtime.Goexit).
 	calling bool
 }
 
@@ -127,13 +96,12 @@ const maxCatchUp = 1000
 // scheduleClaim is what the worker's claim of a schedule's due run
 // decides, for commit once the claim's compare-and-swap holds.
 type scheduleClaim struct {
-	named  time.Time
-	at     int64
-	runFor int64
+	named time.Time
+	at    int64
 }
 
 // commit records the claim c.
-func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at, s.runFor = c.named, c.at, c.runFor }
+func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at = c.named, c.at }
 
 // claimScheduled is claimEvery for a timeout of ScheduleFunc, read as w
 // and due by now, the wall clock reading wallNow at now, from being the
@@ -154,7 +122,7 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	}
 	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back
 		word = withDeadline(w, max(deadline(now, wait), from))
-		return word, false, 0, false, scheduleClaim{named: named, at: deadlineOf(word), runFor: s.runFor}
+		return word, false, 0, false, scheduleClaim{named: named, at: deadlineOf(word)}
 	}
 	fromWall := wallNow.Add(time.Duration(from - now)) // the wall clock's reading at from
 	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
@@ -171,11 +139,7 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	if ended {
 		word = withState(word, stateExpired)
 	}
-	c = scheduleClaim{named: nextNamed, at: deadlineOf(word), runFor: s.runFor}
-	if dispatch {
-		c.runFor = d
-	}
-	return word, dispatch, skipped, ended, c
+	return word, dispatch, skipped, ended, scheduleClaim{named: nextNamed, at: deadlineOf(word)}
 }
 
 // nextScheduledRun returns the wall time of the run that follows the
@@ -402,7 +366,7 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 			wh.refile(t)
 		}
 		if run {
-			w.due = append(w.due, t)
+			w.due = append(w.due, dueRun{deadlineOf(word), t})
 		}
 		return run || skipped > 0 || ended
 	}

@@ -92,11 +92,14 @@ type Stats struct {
 	// scheduling (a tick moves up to 100 000 new timeouts into the wheel,
 	// which takes milliseconds).
 	MaxTickLag time.Duration
-	// HandOffWaits counts the tasks that started more than a tick after the
-	// worker handed them to the executor: they waited for a goroutine,
-	// held by slow tasks of this timer, or of others sharing the executor.
-	// MaxHandOffWait is the longest such wait.
-	HandOffWaits   uint64
+	// LatenessP50 and LatenessP99 are the median and 99th percentile of
+	// how late tasks started after their deadlines since the timer
+	// started, to within 19% above (Lateness has the histograms), and
+	// MaxLateness the longest; a task starts up to a tick late by design.
+	LatenessP50, LatenessP99, MaxLateness time.Duration
+	// MaxHandOffWait is the longest a task waited for a goroutine of the
+	// executor after the worker handed it over: held by slow tasks of this
+	// timer, or of others sharing the executor.
 	MaxHandOffWait time.Duration
 }
 
@@ -118,7 +121,7 @@ func (s Stats) String() string {
 }
 
 // Stats returns a snapshot of the timer's counters. It takes no lock and
-// costs about as much as PendingTimeouts, so it can be polled often.
+// costs under a microsecond, so it can be polled often.
 func (h *HashedWheelTimer) Stats() Stats {
 	c := &h.counters
 	snap := h.snapshot()
@@ -143,9 +146,9 @@ func (h *HashedWheelTimer) Stats() Stats {
 		Ticks:            c.ticks.Load(),
 		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
 	}
-	if h.state.Load() != timerInit && h.worker != nil { // set before the state, by Start
-		s.HandOffWaits, s.MaxHandOffWait = h.worker.dispatcher.Waited()
-	}
+	l := h.Lateness()
+	s.LatenessP50, s.LatenessP99, s.MaxLateness = l.Total.Quantile(0.5), l.Total.Quantile(0.99), l.Total.Max
+	s.MaxHandOffWait = l.HandOff.Max
 	s.Resets = c.resets.load()
 	return s
 }

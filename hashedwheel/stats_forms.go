@@ -2,8 +2,11 @@ package hashedwheel
 
 import (
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"math"
+	"reflect"
+	"strconv"
 	"time"
 )
 
@@ -68,8 +71,12 @@ func StatsFields() []StatsField {
 			func(s Stats) float64 { return float64(s.Ticks) }},
 		{"max_tick_lag", "Longest the worker has been late for a tick, in seconds.", "s", false,
 			func(s Stats) float64 { return s.MaxTickLag.Seconds() }},
-		{"hand_off_waits", "Tasks that started more than a tick after the worker handed them over: they waited for a goroutine.", "{task}", true,
-			func(s Stats) float64 { return float64(s.HandOffWaits) }},
+		{"lateness_p50", "Median of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false,
+			func(s Stats) float64 { return s.LatenessP50.Seconds() }},
+		{"lateness_p99", "99th percentile of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false,
+			func(s Stats) float64 { return s.LatenessP99.Seconds() }},
+		{"max_lateness", "Longest a task started after its deadline, in seconds.", "s", false,
+			func(s Stats) float64 { return s.MaxLateness.Seconds() }},
 		{"max_hand_off_wait", "Longest a task waited for a goroutine after the worker handed it over, in seconds.", "s", false,
 			func(s Stats) float64 { return s.MaxHandOffWait.Seconds() }},
 	}
@@ -83,72 +90,77 @@ func (s Stats) LogValue() slog.Value {
 	attrs := make([]slog.Attr, len(fields))
 	for i, f := range fields {
 		if f.Unit == "s" {
-			attrs[i] = slog.Float64(f.Name+"_seconds", f.Value(s))
+			attrs[i] = slog.Float64(f.jsonName(), f.Value(s))
 		} else {
-			attrs[i] = slog.Int64(f.Name, int64(f.Value(s)))
+			attrs[i] = slog.Int64(f.jsonName(), int64(f.Value(s)))
 		}
 	}
 	return slog.GroupValue(attrs...)
 }
 
-// statsJSON is the JSON form of Stats: snake_case names, a duration in
-// seconds with the unit in its name.
-type statsJSON struct {
-	Pending           int64   `json:"pending"`
-	Scheduled         uint64  `json:"scheduled"`
-	Expired           uint64  `json:"expired"`
-	Cancelled         uint64  `json:"cancelled"`
-	ReturnedByStop    uint64  `json:"returned_by_stop"`
-	Resets            uint64  `json:"resets"`
-	ResetsDuringRun   uint64  `json:"resets_during_run"`
-	PeriodicRuns      uint64  `json:"periodic_runs"`
-	PeriodicSkipped   uint64  `json:"periodic_skipped"`
-	ScheduleErrors    uint64  `json:"schedule_errors"`
-	RejectedFull      uint64  `json:"rejected_full"`
-	RejectedStopped   uint64  `json:"rejected_stopped"`
-	ExecutorFailures  uint64  `json:"executor_failures"`
-	ContextFallbacks  uint64  `json:"context_fallbacks"`
-	ChanFallbacks     uint64  `json:"chan_fallbacks"`
-	TaskPanics        uint64  `json:"task_panics"`
-	HookPanics        uint64  `json:"hook_panics"`
-	Goexits           uint64  `json:"goexits"`
-	Ticks             uint64  `json:"ticks"`
-	MaxTickLagSeconds float64 `json:"max_tick_lag_seconds"`
-	HandOffWaits      uint64  `json:"hand_off_waits"`
-	MaxHandOffWaitSec float64 `json:"max_hand_off_wait_seconds"`
-}
-
-// MarshalJSON encodes the snapshot as an object of its fields in
-// snake_case, with MaxTickLag as max_tick_lag_seconds, a number of
-// seconds: {"pending":3,"scheduled":10,…,"max_tick_lag_seconds":0.0012}.
-// The names are StatsFields' names, with "_seconds" after a duration's.
+// MarshalJSON encodes the snapshot as an object of its fields, as
+// StatsFields names them, with "_seconds" after a duration's name and its
+// value in seconds: {"pending":3,"scheduled":10,…,"max_tick_lag_seconds":0.0012}.
 func (s Stats) MarshalJSON() ([]byte, error) {
-	return json.Marshal(statsJSON{
-		s.Pending, s.Scheduled, s.Expired, s.Cancelled, s.ReturnedByStop,
-		s.Resets, s.ResetsDuringRun, s.PeriodicRuns, s.PeriodicSkipped, s.ScheduleErrors,
-		s.RejectedFull, s.RejectedStopped, s.ExecutorFailures, s.ContextFallbacks, s.ChanFallbacks,
-		s.TaskPanics, s.HookPanics, s.Goexits, s.Ticks, s.MaxTickLag.Seconds(),
-		s.HandOffWaits, s.MaxHandOffWait.Seconds(),
-	})
+	v := reflect.ValueOf(s)
+	b := []byte{'{'}
+	for i, f := range StatsFields() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(strconv.AppendQuote(b, f.jsonName()), ':')
+		switch x := v.Field(i); {
+		case f.Unit == "s":
+			b = strconv.AppendFloat(b, f.Value(s), 'g', -1, 64)
+		case x.CanInt():
+			b = strconv.AppendInt(b, x.Int(), 10)
+		default:
+			b = strconv.AppendUint(b, x.Uint(), 10)
+		}
+	}
+	return append(b, '}'), nil
 }
 
-// seconds converts a number of seconds to a Duration, rounded to the
-// nanosecond.
-func seconds(s float64) time.Duration { return time.Duration(math.Round(s * float64(time.Second))) }
-
-// UnmarshalJSON decodes the form MarshalJSON writes, MaxTickLag rounded
+// UnmarshalJSON decodes the form MarshalJSON writes, a duration rounded
 // to the nanosecond; a field it lacks is zero.
 func (s *Stats) UnmarshalJSON(data []byte) error {
-	var j statsJSON
-	if err := json.Unmarshal(data, &j); err != nil {
+	var fields map[string]json.Number
+	if err := json.Unmarshal(data, &fields); err != nil {
 		return err
 	}
-	*s = Stats{
-		j.Pending, j.Scheduled, j.Expired, j.Cancelled, j.ReturnedByStop,
-		j.Resets, j.ResetsDuringRun, j.PeriodicRuns, j.PeriodicSkipped, j.ScheduleErrors,
-		j.RejectedFull, j.RejectedStopped, j.ExecutorFailures, j.ContextFallbacks, j.ChanFallbacks,
-		j.TaskPanics, j.HookPanics, j.Goexits, j.Ticks,
-		seconds(j.MaxTickLagSeconds), j.HandOffWaits, seconds(j.MaxHandOffWaitSec),
+	*s = Stats{}
+	v := reflect.ValueOf(s).Elem()
+	for i, f := range StatsFields() {
+		n, ok := fields[f.jsonName()]
+		if !ok {
+			continue
+		}
+		var err error
+		switch x := v.Field(i); {
+		case f.Unit == "s":
+			var sec float64
+			sec, err = n.Float64()
+			x.SetInt(int64(time.Duration(math.Round(sec * float64(time.Second)))))
+		case x.CanInt():
+			var k int64
+			k, err = n.Int64()
+			x.SetInt(k)
+		default:
+			var k uint64
+			k, err = strconv.ParseUint(n.String(), 10, 64)
+			x.SetUint(k)
+		}
+		if err != nil {
+			return fmt.Errorf("hashedwheel: Stats field %s: %w", f.jsonName(), err)
+		}
 	}
 	return nil
+}
+
+// jsonName is the field's name in the JSON form and in logs.
+func (f StatsField) jsonName() string {
+	if f.Unit == "s" {
+		return f.Name + "_seconds"
+	}
+	return f.Name
 }

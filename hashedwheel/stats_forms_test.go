@@ -56,8 +56,7 @@ func wantStatsNames() []string {
 
 // TestStatsFieldsDescribeEveryField: StatsFields has one entry per field
 // of Stats, in order, named after it, whose Value reads that field alone,
-// a duration in seconds; only Pending and the longest lag and wait are
-// gauges.
+// a duration in seconds; only Pending and the durations are gauges.
 func TestStatsFieldsDescribeEveryField(t *testing.T) {
 	fields := reflect.VisibleFields(reflect.TypeFor[Stats]())
 	described := StatsFields()
@@ -66,7 +65,7 @@ func TestStatsFieldsDescribeEveryField(t *testing.T) {
 		d := described[i]
 		require.Equal(t, snakeCase(f.Name), d.Name, "field %s", f.Name)
 		require.NotEmpty(t, d.Help, "help of %s", d.Name)
-		gauge := f.Name == "Pending" || f.Name == "MaxTickLag" || f.Name == "MaxHandOffWait"
+		gauge := f.Name == "Pending" || f.Type == reflect.TypeFor[time.Duration]()
 		require.Equal(t, !gauge, d.Counter, "Counter of %s", d.Name)
 		var only Stats
 		v := reflect.ValueOf(&only).Elem().Field(i)
@@ -142,7 +141,7 @@ func TestStatsLogValue(t *testing.T) {
 	buf.Reset()
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("timer", "stats", s)
 	require.Contains(t, buf.String(), " stats.pending=1 stats.scheduled=2 ")
-	require.Contains(t, buf.String(), " stats.hand_off_waits=")
+	require.Contains(t, buf.String(), " stats.max_hand_off_wait_seconds=")
 }
 
 // TestStatsStringNamesEveryField: String gives every field, under the

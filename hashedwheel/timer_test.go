@@ -274,6 +274,7 @@ func TestStopReturnsExactlyTheUnfinishedTimeouts(t *testing.T) {
 	assert.Equal(t, Stats{
 		Scheduled: 5, Expired: 1, Cancelled: 2, ReturnedByStop: 2,
 		Ticks: 1, MaxTickLag: s.MaxTickLag,
+		LatenessP50: s.LatenessP50, LatenessP99: s.LatenessP99, MaxLateness: s.MaxLateness, MaxHandOffWait: s.MaxHandOffWait,
 	}, s)
 }
 

@@ -146,7 +146,7 @@ type expiry struct {
 // that a Reset moved to another tick. It leaves cancelled ones to the
 // cancellation pass, and due schedules of ScheduleFunc to the worker
 // (wh.schedules), whose claim calls user code.
-func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
+func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 	if verifyEachStep {
 		wh.verifyCredit++
 	}
@@ -184,14 +184,13 @@ func (wh *wheel) expire(now int64, due []*timeout) ([]*timeout, expiry) {
 			wh.unlink(t)
 			wh.link(t, tickDue(deadlineOf(word), wh.tickDuration))
 			if run {
-				t.markRunFor(d)
 				ex.runs++
-				due = append(due, t)
+				due = append(due, dueRun{d, t})
 			}
 		case t.word.CompareAndSwap(w, withState(w, stateExpired)):
 			wh.unlink(t)
 			ex.expired++
-			due = append(due, t)
+			due = append(due, dueRun{d, t})
 		default:
 			goto visit // cancelled or moved meanwhile
 		}

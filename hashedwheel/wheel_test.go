@@ -31,8 +31,8 @@ func expireTicks(tb testing.TB, wh *wheel, n int, firedAt map[*timeout]int64) {
 		tick := wh.tick
 		due, ex := wh.expire(wh.endOf(tick), nil)
 		require.Zero(tb, ex.misplaced, "misplaced timeouts")
-		for _, t := range due {
-			firedAt[t] = tick
+		for _, r := range due {
+			firedAt[r.timeout] = tick
 		}
 	}
 }
@@ -213,7 +213,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	require.True(t, wh.insert(to))
 	wh.tick = wh.nextTick(100 * wheelTick)
 	due, ex := wh.expire(wh.endOf(wh.tick), nil)
-	require.Equal(t, []*timeout{to}, due)
+	require.Equal(t, []dueRun{{period, to}}, due, "the run for the first deadline")
 	assert.Equal(t, 1, ex.runs)
 	w := to.word.Load()
 	assert.Equal(t, stateScheduled, stateOf(w))
@@ -233,7 +233,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	require.False(t, to.endRun(), "the run returned; none owed")
 	wh.tick = 14 // the tick ending at 15ms
 	due, _ = wh.expire(wh.endOf(wh.tick), nil)
-	assert.Equal(t, []*timeout{to}, due)
+	assert.Equal(t, []dueRun{{5 * period, to}}, due, "the run for the deadline it was filed for")
 	assert.Equal(t, 6*period, deadlineOf(to.word.Load()))
 	assert.Equal(t, 1, wh.size, "a periodic timeout stays in the wheel")
 }

@@ -20,9 +20,9 @@ import (
 type worker struct {
 	timer      *HashedWheelTimer
 	wheel      *wheel
-	dispatcher *dispatch.Dispatcher[*timeout]
+	dispatcher *dispatch.Dispatcher[dueRun]
 	staged     staging    // collected beyond a tick's budget, not yet in the wheel
-	due        []*timeout // claimed, not yet dispatched
+	due        []dueRun   // claimed, not yet dispatched
 	hooked     []*timeout // cancelled, whose Cancelled hook is yet to run
 	hookNext   int        // hooked[:hookNext] have run or are running
 	stopped    bool       // shutdown has run
@@ -35,7 +35,6 @@ type worker struct {
 	maxLag        int64
 	grewAt        int64 // when a dispatch last needed a storm-sized list
 	claimFrom     int64 // the start of the first tick not ended at the pass's now (claimSchedules)
-	sortKeys      []deadlineKey
 }
 
 // lingerTime is how long a worker keeps ticking after its last activity
@@ -52,10 +51,11 @@ func newWorker(h *HashedWheelTimer) *worker {
 		lingerTicks: linger,
 		plannedWake: math.MaxInt64,
 	}
-	cfg := dispatch.Config[*timeout]{ // Parallelism 0: the executor's size, from its Cap
-		Run:     (*timeout).run,
-		Refused: h.executorRefused,
-		Slow:    h.config.tickDuration, // a task that starts a tick after its hand-off waited for a goroutine
+	cfg := dispatch.Config[dueRun]{ // Parallelism 0: the executor's size, from its Cap
+		Run:      dueRun.run,
+		Refused:  h.executorRefused,
+		Deadline: func(r dueRun) int64 { return r.deadline },
+		Now:      h.now,
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
@@ -357,31 +357,20 @@ func (w *worker) dispatch() {
 	if len(due) > maxKeptDue {
 		w.grewAt = w.timer.now()
 	}
-	if w.timer.executor == pool.Inline {
-		w.sortByDeadline(due) // producers reach the worker through several stacks, in no order
+	if w.timer.executor == pool.Inline { // producers reach the worker through several stacks, in no order
+		slices.SortStableFunc(due, func(a, b dueRun) int { return cmp.Compare(a.deadline, b.deadline) })
 	}
 	w.dispatcher.Dispatch(due)
 }
 
-// deadlineKey pairs a timeout with the deadline its run is for, so that
-// sorting compares contiguous keys instead of chasing a pointer each time.
-type deadlineKey struct {
+// dueRun is a claimed run: a timeout and the deadline the run is for, a
+// periodic timeout's state word holding its next run's by then.
+type dueRun struct {
 	deadline int64
 	timeout  *timeout
 }
 
-// sortByDeadline sorts due by the deadline each run is for.
-func (w *worker) sortByDeadline(due []*timeout) {
-	keys := w.sortKeys[:0]
-	for _, t := range due {
-		keys = append(keys, deadlineKey{t.runFor(), t}) // the deadline the run is for, not the next
-	}
-	slices.SortStableFunc(keys, func(a, b deadlineKey) int { return cmp.Compare(a.deadline, b.deadline) })
-	for i := range keys {
-		due[i], keys[i].timeout = keys[i].timeout, nil
-	}
-	w.sortKeys = keys
-}
+func (r dueRun) run() { r.timeout.run() }
 
 // runCancelledHooks calls the Cancelled hooks of the cancellations done so
 // far. The list is read through w at each step, never as a copy: a hook
@@ -402,9 +391,6 @@ func (w *worker) runCancelledHooks() {
 func (w *worker) trim() {
 	if cap(w.due) > maxKeptDue && len(w.due) == 0 {
 		w.due = nil
-	}
-	if cap(w.sortKeys) > maxKeptDue {
-		w.sortKeys = nil
 	}
 	if cap(w.hooked) > maxKeptDue && len(w.hooked) == 0 {
 		w.hooked = nil

@@ -33,6 +33,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/wheeltimer/wheeltimer/internal/histogram"
 )
 
 // Executor runs functions; pool.Executor satisfies it. Execute must not
@@ -59,9 +61,11 @@ type Config[T any] struct {
 	// Started and Finished, if set, are told of the tasks dispatched and
 	// of those that returned, n at a time.
 	Started, Finished func(n int)
-	// Slow is the hand-off wait past which a task counts in Waited: one
-	// that started later than this after it was dispatched.
-	Slow time.Duration
+	// Deadline and Now, if set, measure lateness (Lateness): Deadline
+	// returns a task's deadline, and Now the time, in nanoseconds on the
+	// caller's clock, which Dispatch reads once.
+	Deadline func(T) int64
+	Now      func() int64
 }
 
 // DefaultParallelism is the size of an executor that states none: of one
@@ -114,11 +118,12 @@ const growInterval = 250 * time.Microsecond
 // methods are safe for concurrent use.
 type Dispatcher[T any] struct {
 	cfg      Config[T]
-	inflight atomic.Int64 // tasks dispatched that have not returned
-	waiting  atomic.Int64 // drain functions handed over that have not begun
-	watching atomic.Bool  // the check is armed or running
-	waited   atomic.Uint64
-	maxWait  atomic.Int64
+	inflight atomic.Int64     // tasks dispatched that have not returned
+	waiting  atomic.Int64     // drain functions handed over that have not begun
+	watching atomic.Bool      // the check is armed or running
+	late     histogram.Shared // how late each task started after its deadline
+	handOver histogram.Shared // how late it was handed over: its Dispatch's Config.Now after its deadline
+	handOff  histogram.Shared // how long it waited to start after its Dispatch
 
 	mu             sync.Mutex
 	head, tail     *segment[T] // the queue: segments with tasks not yet started, oldest first
@@ -132,9 +137,13 @@ type Dispatcher[T any] struct {
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
 	// The dispatching goroutine's: the tasks of an inline dispatch, of
-	// which inline[inlineNext:] have yet to run.
-	inline     []T
-	inlineNext int
+	// which inline[inlineNext:] have yet to run, the time of the dispatch,
+	// and their lateness until merged.
+	inline                 []T
+	inlineNext             int
+	inlineAt               int64
+	inlineLate, inlineOver histogram.Local
+	inlineOff              histogram.Local
 }
 
 // segment is the tasks of one Dispatch. A task is started by the one
@@ -142,6 +151,7 @@ type Dispatcher[T any] struct {
 type segment[T any] struct {
 	tasks    []T
 	at       int64                 // monotonic time of the Dispatch
+	now      int64                 // Config.Now at the Dispatch
 	next     atomic.Int64          // index of the first task not claimed
 	claims   atomic.Pointer[claim] // every claim of more than one task, newest first
 	finished atomic.Int64          // tasks that have returned
@@ -206,10 +216,16 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	}
 	if d.cfg.Executor == nil {
 		d.inline, d.inlineNext = tasks, 0
+		if d.cfg.Now != nil {
+			d.inlineAt = d.cfg.Now()
+		}
 		d.RunInline()
 		return
 	}
 	s := &segment[T]{at: int64(time.Since(origin))}
+	if d.cfg.Now != nil {
+		s.now = d.cfg.Now()
+	}
 	d.mu.Lock()
 	for i, spare := range d.spare { // a slice a segment emptied, if one is large enough
 		if cap(spare) >= n {
@@ -245,7 +261,12 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 // from a dispatching goroutine that a task ended with runtime.Goexit.
 func (d *Dispatcher[T]) RunInline() {
 	ran := 0
-	defer func() { d.finish(int64(ran)) }() // a task that calls runtime.Goexit has finished too
+	defer func() { // a task that calls runtime.Goexit has finished too
+		d.inlineLate.MergeInto(&d.late)
+		d.inlineOver.MergeInto(&d.handOver)
+		d.inlineOff.MergeInto(&d.handOff)
+		d.finish(int64(ran))
+	}()
 	for d.inlineNext < len(d.inline) {
 		i := d.inlineNext
 		d.inlineNext++
@@ -253,6 +274,12 @@ func (d *Dispatcher[T]) RunInline() {
 		t := d.inline[i]
 		var zero T
 		d.inline[i] = zero
+		if d.cfg.Deadline != nil { // each waits for those before it, on the caller's clock
+			now, deadline := d.cfg.Now(), d.cfg.Deadline(t)
+			d.inlineOver.Add(d.inlineAt-deadline, 1)
+			d.inlineOff.Add(now-d.inlineAt, 1)
+			d.inlineLate.Add(now-deadline, 1)
+		}
 		d.cfg.Run(t)
 	}
 	d.inline, d.inlineNext = nil, 0
@@ -425,9 +452,11 @@ func (r *drainer[T]) runTask(i int64) {
 	t := s.tasks[i]
 	var zero T
 	s.tasks[i] = zero // nothing a finished task captured stays reachable
-	if wait := r.now - s.at; wait > int64(r.d.cfg.Slow) {
-		r.waited++
-		r.maxWait = max(r.maxWait, wait)
+	if r.d.cfg.Deadline != nil {
+		over, wait := s.now-r.d.cfg.Deadline(t), r.now-s.at
+		r.handOver.Add(over, 1)
+		r.handOff.Add(wait, 1)
+		r.late.Add(over+wait, 1)
 	}
 	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
 	r.d.cfg.Run(t)
@@ -436,14 +465,15 @@ func (r *drainer[T]) runTask(i int64) {
 // drainer is the state of one drain function's run.
 type drainer[T any] struct {
 	d        *Dispatcher[T]
-	s        *segment[T] // the segment it takes tasks from
-	own      *claim      // its claim of several of s's tasks, made at the first
-	ran      int64       // tasks of s it started: counted finished with the segment
-	claimed  bool        // it has armed the watch, or found it needless
-	now      int64       // the clock at its last claim, on the runtime's monotonic clock since origin
-	yielded  int64       // when it last yielded its processor
-	waited   uint64      // of s's tasks it started, those that waited longer than Slow
-	maxWait  int64
+	s        *segment[T]     // the segment it takes tasks from
+	own      *claim          // its claim of several of s's tasks, made at the first
+	ran      int64           // tasks of s it started: counted finished with the segment
+	claimed  bool            // it has armed the watch, or found it needless
+	now      int64           // the clock at its last claim, on the runtime's monotonic clock since origin
+	yielded  int64           // when it last yielded its processor
+	late     histogram.Local // of the tasks it started, merged with each segment
+	handOver histogram.Local
+	handOff  histogram.Local
 	returned bool // run returned: no task called runtime.Goexit
 }
 
@@ -455,12 +485,9 @@ func (r *drainer[T]) finishSegment() {
 	}
 	d, s, ran := r.d, r.s, r.ran
 	r.ran = 0
-	if r.waited > 0 {
-		d.waited.Add(r.waited)
-		for w := d.maxWait.Load(); r.maxWait > w && !d.maxWait.CompareAndSwap(w, r.maxWait); w = d.maxWait.Load() {
-		}
-		r.waited, r.maxWait = 0, 0
-	}
+	r.late.MergeInto(&d.late)
+	r.handOver.MergeInto(&d.handOver)
+	r.handOff.MergeInto(&d.handOff)
 	// The drain function that counts the last task recycles the slice:
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
@@ -564,10 +591,13 @@ func (d *Dispatcher[T]) recycle(s []T) {
 	}
 }
 
-// Waited returns how many tasks started later than Config.Slow after they
-// were dispatched, and the longest such wait.
-func (d *Dispatcher[T]) Waited() (tasks uint64, longest time.Duration) {
-	return d.waited.Load(), time.Duration(d.maxWait.Load())
+// Lateness returns, for the tasks started so far, how late each started
+// after its deadline (Config.Deadline), and the two parts of it: how late
+// its Dispatch was (Config.Now then), and how long it then waited to
+// start. A task's counts are merged, a segment at a time, once it has
+// returned. All are empty without Config.Deadline.
+func (d *Dispatcher[T]) Lateness() (late, handOver, handOff histogram.Snapshot) {
+	return d.late.Snapshot(), d.handOver.Snapshot(), d.handOff.Snapshot()
 }
 
 // Close tells the dispatcher that nothing more will be dispatched; Idle

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/internal/dispatch"
+	"github.com/wheeltimer/wheeltimer/internal/histogram"
 )
 
 // boundedExecutor runs each function on a goroutine of its own, at most
@@ -192,12 +193,17 @@ func TestNothingAFinishedTaskCapturedStaysReachable(t *testing.T) {
 	runtime.KeepAlive(d)
 }
 
-// TestWaitedCountsTasksThatWaitedForADrainFunction: on an executor of one
-// goroutine, a task that holds it for 20ms makes the next wait: Waited
-// counts that one, with a wait of at least the hold, and not the first.
-func TestWaitedCountsTasksThatWaitedForADrainFunction(t *testing.T) {
+// TestLatenessSplitsIntoHandOverAndHandOff: on an executor of one
+// goroutine, two tasks dispatched 1ms and 3ms after their deadlines, the
+// first holding the goroutine for 20ms: each is counted late by its
+// Dispatch's lateness plus its wait to start, the second's wait at least
+// the hold.
+func TestLatenessSplitsIntoHandOverAndHandOff(t *testing.T) {
 	const hold = 20 * time.Millisecond
-	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1, Slow: 5 * time.Millisecond,
+	deadlines := map[int]int64{1: int64(9 * time.Millisecond), 2: int64(7 * time.Millisecond)}
+	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1,
+		Deadline: func(task int) int64 { return deadlines[task] },
+		Now:      func() int64 { return int64(10 * time.Millisecond) },
 		Run: func(task int) {
 			if task == 1 {
 				time.Sleep(hold) // the work that holds the goroutine
@@ -205,9 +211,14 @@ func TestWaitedCountsTasksThatWaitedForADrainFunction(t *testing.T) {
 		}})
 	d.Dispatch(sequence(2))
 	closeAndWaitIdle(t, d)
-	tasks, longest := d.Waited()
-	assert.Equal(t, uint64(1), tasks, "tasks that waited")
-	assert.GreaterOrEqual(t, longest, hold, "the longest wait")
+	late, over, off := d.Lateness()
+	assert.Equal(t, uint64(2), late.Count())
+	assert.Equal(t, uint64(1), over.Counts[histogram.Slot(int64(time.Millisecond))])
+	assert.Equal(t, uint64(1), over.Counts[histogram.Slot(int64(3*time.Millisecond))])
+	assert.Equal(t, int64(3*time.Millisecond), over.Max)
+	assert.GreaterOrEqual(t, off.Max, int64(hold), "the second waited for the first")
+	assert.GreaterOrEqual(t, late.Max, int64(3*time.Millisecond+hold))
+	assert.Equal(t, over.Sum+off.Sum, late.Sum, "each task's lateness is its two parts")
 }
 
 // TestNoCheckWhileADrainFunctionWaitsForTheExecutor: while a drain
