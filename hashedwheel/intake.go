@@ -14,26 +14,17 @@ import (
 
 // The intake is a lock-free stack threaded through the timeouts' own prev
 // fields: a push costs one compare-and-swap and no allocation. The worker
-// collects the whole stack at once by swapping a fresh sentinel onto it,
-// and reverses what it collected through the next fields, so that each
-// producer's timeouts reach the wheel in the order it made them. Every node
-// carries in seq the number of timeouts pushed on the shard up to and
-// including it, modulo 2³², and every sentinel the count when it was
-// swapped in, so the top of the stack tells how many timeouts the shard
-// has accepted: the count costs producers nothing more.
-//
-// A push onto a timeout cancelled before the worker collected it links past
-// it (see below), so that a timeout made and cancelled before the next one
-// is made on its stack, the commonest fate of a request timeout, never
-// reaches the worker.
+// takes the whole stack by swapping a fresh sentinel onto it, and reverses
+// it, so that each producer's timeouts reach the wheel in order. Each node
+// carries in seq the shard's count of pushes up to it, modulo 2³², each
+// sentinel the count when swapped in: the top tells how many the shard
+// accepted, at no cost. A push onto a timeout cancelled before the worker
+// took it links past it, so a timeout made and cancelled before the next
+// one, the commonest fate of a request timeout, never reaches the worker.
 
-// shard is one of the ways by which producers reach the worker: an intake
-// stack for new timeouts, and queues of the timeouts in a bucket that
-// Cancel cancelled or Reset moved earlier. A new timeout goes onto the
-// intake stack of its page's shard, or, once producers have met on one,
-// of the calling processor's (see pushTimeout), so that goroutines running
-// at once push onto different stacks; a timeout in a bucket is reported on
-// the queues of the shard its page picks. The worker serves them all.
+// shard is one way to the worker: an intake stack for new timeouts, and
+// queues of the timeouts in a bucket that Cancel cancelled or Reset moved
+// earlier. Producers running at once use different shards (pushTimeout).
 type shard struct {
 	_   cpu.CacheLinePad
 	top atomic.Pointer[timeout] // newest timeout, a sentinel, or closedIntake
@@ -85,17 +76,13 @@ const (
 	pushContended            // another push or a collect changed the top first
 )
 
-// tryPush makes one attempt to put t on top of the stack, with one
-// compare-and-swap, and returns, once pushed, the number of timeouts the
-// shard has accepted, t included, modulo 2³², and the node t replaced on
-// top. It is safe for concurrent use.
+// tryPush makes one attempt to put t on top of the stack, and returns,
+// once pushed, the shard's count of pushes, t included, modulo 2³², and
+// the node t replaced. It is safe for concurrent use.
 //
-// A timeout on top, cancelled before the worker collected it and without a
-// Cancelled hook, is unlinked: t links to the node below it. Still on top
-// after it was seen cancelled, it was not collected, and will never be
-// linked into a bucket, which would rewrite its prev; if it is collected
-// meanwhile, the swap fails. A timeout with a hook is left for the worker,
-// which calls it.
+// A cancelled timeout on top without a Cancelled hook is unlinked: t links
+// below it. Seen on top after it was seen cancelled, it was not taken, and
+// never will be, or the swap fails.
 func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
 	top := s.top.Load()
 	if top == closedIntake {
@@ -105,29 +92,24 @@ func (s *shard) tryPush(t *timeout) (uint32, pushResult, *timeout) {
 	if stateOf(top.word.Load()) == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
 		below = top.below()
 	}
-	// t is not yet published: these plain writes are seen by whoever
-	// loads it from top, as the swap below orders them before it.
+	// t is not yet published: the swap orders these writes before it.
 	t.prev, t.seq = below, top.seq+1
 	if !s.top.CompareAndSwap(top, t) {
 		return 0, pushContended, nil
 	}
 	if below != top {
-		// top is off the stack for good: no push can make it the top
-		// again, and a push still reading it fails its swap.
+		// top is off the stack for good: a push still reading it fails.
 		top.forgetBelow()
 	}
 	return t.seq, pushed, top
 }
 
-// take takes off the stack every timeout pushed since the last take,
+// take takes every timeout pushed since the last take off the stack,
 // swapping a fresh sentinel onto it, or, closing, closedIntake, which
-// makes every later push fail. It returns them linked through their next
-// fields, oldest first, each producer's in the order it made them, and how
-// many pushed meanwhile later pushes unlinked, cancelled. Each keeps in
-// prev its link to the timeout below it: the worker overwrites it as it
-// files the timeout, and clears it (forgetBelow) if the timeout goes
-// nowhere, so that a caller keeping it keeps no other alive. Only the
-// worker may call it.
+// fails every later push. It returns them linked through next, oldest
+// first, and how many later pushes unlinked, cancelled. Each keeps its
+// prev until the worker files it or clears it (forgetBelow), so that a
+// caller keeping it keeps no other alive. Only the worker may call it.
 func (s *shard) take(closing bool) (head *timeout, unlinked int) {
 	collected := s.collected.Load()
 	for {
@@ -139,8 +121,7 @@ func (s *shard) take(closing bool) (head *timeout, unlinked int) {
 		if !closing {
 			next = &timeout{seq: top.seq}
 		}
-		// Counted first: a reader that finds next on top takes the count
-		// from collected.
+		// Counted first: a reader finding next on top counts by collected.
 		s.collected.Store(collected + uint64(top.seq-s.bottom.seq))
 		if !s.top.CompareAndSwap(top, next) {
 			continue
@@ -168,17 +149,13 @@ func (s *shard) pushed() uint64 {
 }
 
 // pushTimeout pushes t onto an intake stack and returns the shard's count
-// of pushes, as push does, the index of the shard that took t, and the
-// number of compare-and-swaps that failed on the way; it fails once the
-// timer's intake is closed.
+// of pushes, the shard's index, and the compare-and-swaps that failed; it
+// fails once the intake is closed.
 //
-// The stack is first the one of the 8 KiB page that holds t: the runtime
+// The stack is first that of the 8 KiB page holding t: the runtime
 // allocates from a page per processor (P), so Ps mostly push onto
-// different stacks, at no cost. But the current pages of many Ps fall on
-// fewer shards than there are Ps, so the first time a push fails its
-// compare-and-swap because another producer pushed first (not the
-// worker's collect), the timer spreads its producers by P for good (see
-// pushByProcessor), whose pool costs a goroutine that contends with none.
+// different stacks, at no cost. The first time producers meet on one, the
+// timer spreads them by P for good (pushByProcessor).
 func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries int, ok bool) {
 	if h.spread.Load() {
 		return h.pushByProcessor(t)
@@ -198,10 +175,9 @@ func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries
 	}
 }
 
-// spreadIfProducersMet is called after a push onto s failed its
-// compare-and-swap. If another producer's timeout is now on top (the
-// worker's collect leaves a sentinel, which has no task), producers have
-// met on s: it makes the timer spread them by processor and reports true.
+// spreadIfProducersMet, after a push onto s failed, makes the timer spread
+// producers by processor if another's timeout is on top (a take leaves a
+// sentinel, which has no task), and reports whether it did.
 func (h *HashedWheelTimer) spreadIfProducersMet(s *shard) bool {
 	if s.top.Load().task == nil {
 		return false
@@ -210,32 +186,25 @@ func (h *HashedWheelTimer) spreadIfProducersMet(s *shard) bool {
 	return true
 }
 
-// shardHint is a processor's choice of intake shard: pushByProcessor
-// pushes onto the stack of shard n&shardMask. Hints live in shardHints, a
-// sync.Pool, which keeps one per P: goroutines running at once run on
-// different Ps and so hold different hints, with no shared write on the
-// way; and the timeouts one goroutine makes in a row go onto one stack,
-// which hands them to the worker in the order they were made.
+// shardHint is a processor's choice of shard, n&shardMask. shardHints, a
+// sync.Pool, keeps one per P: goroutines running at once hold different
+// hints, with no shared write, and one goroutine's timeouts go onto one
+// stack, in order.
 type shardHint struct {
 	n    uint32
 	last uintptr // the timeout last pushed with this hint; only compared
 }
 
-// nextShardHint numbers the hints as the pool makes them, so that the
-// hints of the Ps, made about when the Ps first schedule, pick different
-// shards wherever there are at least as many shards as Ps (there are
-// shardsPerCPU times as many, up to maxShards).
+// nextShardHint numbers the hints as the pool makes them, so that the Ps'
+// hints pick different shards while there are as many shards as Ps.
 var nextShardHint atomic.Uint32
 
 var shardHints = sync.Pool{New: func() any { return &shardHint{n: nextShardHint.Add(1)} }}
 
-// pushByProcessor pushes t onto the intake stack of the calling P's
-// shard, and returns what pushTimeout does. A hint that another P shares
-// moves to a shard drawn at random: when this P's push fails its
-// compare-and-swap, for another push got there first, or replaces on top
-// a timeout that this P did not push last (a collect leaves a sentinel,
-// which has no task). So Ps whose hints met part at once, wherever they
-// run.
+// pushByProcessor pushes t onto the calling P's shard, and returns what
+// pushTimeout does. A hint another P shares, found by a failed swap or a
+// replaced top this P did not push, moves to a random shard: Ps that met
+// part at once.
 func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, retries int, ok bool) {
 	hint := shardHints.Get().(*shardHint)
 	for {
@@ -255,17 +224,14 @@ func (h *HashedWheelTimer) pushByProcessor(t *timeout) (count, index uint32, ret
 	}
 }
 
-// pageShift is log2 of the runtime's page size, 8 KiB: a timeout's shard
-// is first its page's. The runtime allocates from a page per P, so
-// timeouts made on different Ps mostly fall on different shards; the heap
-// does not move objects, so the address is a stable key.
+// pageShift is log2 of the runtime's page size, 8 KiB. The heap does not
+// move objects: a timeout's page is a stable key.
 const pageShift = 13
 
-// wakeEvery is how many timeouts a shard's intake stack, or one of its
-// queues, accepts between the wake-ups it gives a worker waiting for its
-// next tick, so that churn is dropped while a few thousand are queued
-// rather than held until the tick (docs/performance.md). A power of two,
-// so that it divides the 2³² of the push counts.
+// wakeEvery is how many pushes onto a stack or queue pass between the
+// wake-ups it gives a ticking worker, so that churn is dropped while a few
+// thousand are queued rather than at the tick. A power of two, it divides
+// the 2³² of the push counts.
 const wakeEvery = 4096
 
 // intakeEmpty reports whether nothing waits for the worker: no new timeout
@@ -288,11 +254,10 @@ func (h *HashedWheelTimer) accepted() uint64 {
 	return n
 }
 
-// report hands the worker a timeout in a bucket that Cancel cancelled, for
-// it to unlink, or, moved, that Reset moved earlier, for it to file again,
-// on its page's shard. Once the worker has stopped taking them, the timer
-// is stopping: its shutdown completes the cancellations it finds in the
-// wheel, and a move no longer matters.
+// report hands the worker a timeout in a bucket that Cancel cancelled, to
+// unlink, or, moved, that Reset moved earlier, to file again. A push the
+// queue refuses comes after the worker stopped: shutdown completes the
+// cancellations, and a move no longer matters.
 func (h *HashedWheelTimer) report(t *timeout, moved bool) {
 	s := &h.shards[uint32(uintptr(unsafe.Pointer(t))>>pageShift)&h.shardMask]
 	q := s.cancelled
@@ -305,11 +270,10 @@ func (h *HashedWheelTimer) report(t *timeout, moved bool) {
 	}
 }
 
-// nudgeWorker tells the worker, after a push that brought a stack's or
-// queue's count to count, that there is work for it: at once if it sleeps
-// past its next tick, and otherwise every wakeEvery pushes, yielding the
-// processor so that the woken worker runs even when every processor is
-// busy with producers.
+// nudgeWorker, after a push that brought a stack's or queue's count to
+// count, wakes the worker at once if it sleeps past its next tick, else
+// every wakeEvery pushes, yielding so that it runs even when producers
+// busy every processor.
 func (h *HashedWheelTimer) nudgeWorker(count uint64) {
 	switch {
 	case h.idle.Load():
@@ -322,19 +286,15 @@ func (h *HashedWheelTimer) nudgeWorker(count uint64) {
 	}
 }
 
-// staging holds, oldest first, the new timeouts the worker has collected
-// off the intake stacks beyond a tick's transfer budget, for the ticks
-// that follow to move into the wheel before anything collected after them.
-// Their state stays queued, so that cancelling one is still a single
-// compare-and-swap, and the ticks drop those cancelled meanwhile. Only the
-// worker touches it.
+// staging holds, oldest first, the new timeouts taken beyond a tick's
+// budget, for the next ticks to move into the wheel first. Still queued,
+// they cancel with one compare-and-swap. Only the worker touches it.
 type staging struct {
 	items []*timeout
 	head  int // items[:head] have been popped and cleared
 }
 
-// maxKeptStaging bounds the capacity an empty staging keeps, so that a
-// burst's worth of pointers is not held once the burst is in the wheel.
+// maxKeptStaging bounds the capacity an empty staging keeps.
 const maxKeptStaging = 1 << 14
 
 func (s *staging) len() int { return len(s.items) - s.head }
@@ -342,8 +302,7 @@ func (s *staging) len() int { return len(s.items) - s.head }
 // push appends t.
 func (s *staging) push(t *timeout) {
 	if len(s.items) == cap(s.items) && s.head >= len(s.items)/2 {
-		// Reuse the popped half instead of growing: pushes and pops then
-		// cost amortised O(1) and the slice stays within twice the content.
+		// Reuse the popped half: amortised O(1), within twice the content.
 		n := copy(s.items, s.items[s.head:])
 		clear(s.items[n:])
 		s.items, s.head = s.items[:n], 0

@@ -11,10 +11,9 @@ import (
 func (t *timeout) Timer() Timer    { return t.timer }
 func (t *timeout) Task() TimerTask { return t.task }
 
-// Deadline reads the wall clock now and adds what remains until the
-// deadline on the monotonic clock, which the timer keeps: a step of the
-// wall clock since the timeout was made moves the time reported with it,
-// and the task never runs before the time reported.
+// Deadline is the wall clock now plus what remains on the timer's
+// monotonic clock: a step of the wall clock moves it, and the task never
+// runs before it.
 func (t *timeout) Deadline() time.Time {
 	return t.timer.clock.Now().Add(t.remaining())
 }
@@ -29,36 +28,29 @@ func (t *timeout) IsExpired() bool   { return t.currentState() == stateExpired }
 func (t *timeout) IsCancelled() bool { return t.currentState() == stateCancelled }
 
 // Cancel cancels the timeout if it has neither expired nor been cancelled,
-// counts it and frees its place under the pending limit. A timeout the
-// worker has not taken in needs nothing more: the worker, or the next push
-// onto its stack, drops it. One in a bucket is reported to the worker,
-// which unlinks it and calls its Cancelled hook.
+// counts it and frees its place under the pending limit. One still queued
+// is dropped by the worker or the next push onto its stack; one in a
+// bucket is reported to the worker, which unlinks it and calls its hook.
 func (t *timeout) Cancel() bool {
 	for {
 		w := t.word.Load()
-		switch stateOf(w) {
-		case stateQueued:
-			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
-				t.timer.countCancelled(1)
-				return true
-			}
-		case stateScheduled:
-			if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
-				t.timer.countCancelled(1)
-				t.timer.report(t, false)
-				return true
-			}
-		default:
+		s := stateOf(w)
+		if s != stateQueued && s != stateScheduled {
 			return false
+		}
+		if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
+			t.timer.countCancelled(1)
+			if s == stateScheduled {
+				t.timer.report(t, false)
+			}
+			return true
 		}
 	}
 }
 
 // Reset moves the deadline to now + delay if the timeout has neither
-// expired nor been cancelled. A later deadline costs the worker nothing
-// now: it re-files the timeout when the old deadline's bucket comes round.
-// An earlier one is reported to the worker, which re-files the timeout by
-// then.
+// expired nor been cancelled. A later one costs the worker nothing until
+// the old bucket comes round; an earlier one is reported to it.
 func (t *timeout) Reset(delay time.Duration) bool {
 	h := t.timer
 	d := deadline(h.now(), delay)
@@ -81,9 +73,7 @@ func (t *timeout) Reset(delay time.Duration) bool {
 			h.counters.resetsDuringRun.Add(1)
 		}
 		h.counters.resets.add(1)
-		// A queued timeout is filed by the deadline the worker reads when
-		// it takes it in; a scheduled one is filed by an older deadline,
-		// never later than the one it replaced.
+		// A queued timeout is filed by the deadline read when taken in.
 		if s == stateScheduled && tickDue(d, h.tickNanos) < tickDue(deadlineOf(w), h.tickNanos) {
 			h.report(t, true)
 		}
@@ -117,19 +107,17 @@ func (t *timeout) String() string {
 		t.Deadline().Format(time.RFC3339Nano), state, taskName(t.task))
 }
 
-// A timeout's state word holds its deadline and its state, so that Cancel,
-// Reset and the worker's claim each decide with one compare-and-swap of one
-// word: a claim that read a deadline fails if a Reset moved it meanwhile.
+// A timeout's state word holds its deadline and its state: Cancel, Reset
+// and the worker's claim each decide with one compare-and-swap, and a
+// claim that read a deadline fails if a Reset moved it meanwhile.
 //
 //	queued ──worker takes it in──▶ scheduled ──worker claims it──▶ expired
 //	   │                              │
 //	   └──Cancel or Stop──▶ cancelled ◀──Cancel or Stop──┘
 //
-// Reset rewrites the deadline of a queued or scheduled timeout and keeps
-// its state. A periodic timeout stays scheduled, its runs marked by two
-// bits (see periodic.go): each claim of a run advances its deadline to the
-// next run's, and claimedBit and runningBit say whether a run waits to
-// start and whether one is running.
+// Reset rewrites the deadline and keeps the state. A periodic timeout stays
+// scheduled: each claim of a run advances its deadline to the next run's,
+// and claimedBit and runningBit mark a run waiting to start, and running.
 const (
 	stateQueued    uint64 = iota // on an intake stack or staged, not yet in a bucket
 	stateScheduled               // linked in a bucket by the worker
@@ -141,9 +129,8 @@ const (
 	runningBit = 1 << 63 // a periodic timeout's run is running
 	flagsMask  = stateMask | claimedBit | runningBit
 
-	// deadlineShift puts the deadline above the state, in units of 8ns, in
-	// the 60 bits below runningBit: any deadline an int64 of nanoseconds
-	// holds, the last unit standing for math.MaxInt64.
+	// The deadline, in units of 8ns, fills the 60 bits below runningBit,
+	// the last unit standing for math.MaxInt64.
 	deadlineShift = 3
 	deadlineUnit  = 1 << deadlineShift
 	maxDeadlineQ  = 1<<60 - 1
@@ -172,19 +159,15 @@ func withDeadline(word uint64, d int64) uint64 {
 func withState(word, s uint64) uint64 { return word&^stateMask | s }
 
 // timeout is the Timeout of a HashedWheelTimer, and the node of its intake
-// stack and of its bucket list. Its size is 64 bytes: one allocation class,
-// one cache line.
+// stack and bucket list: 64 bytes, one cache line.
 type timeout struct {
 	timer *HashedWheelTimer
 	task  TimerTask
 	word  atomic.Uint64 // deadline and state
 
-	// While queued, prev links the timeout to the node below it on its
-	// shard's intake stack and seq counts it among the shard's pushes; both
-	// are written before it is published. Producers may read prev of the
-	// top of a stack, so it is cleared atomically (forgetBelow). Once the
-	// worker has taken the timeout in, next and prev link it in its bucket,
-	// and they, seq and bucket are the worker's alone.
+	// While queued, prev links to the node below on the intake stack, which
+	// producers may read (forgetBelow), and seq counts the shard's pushes.
+	// Taken in, next and prev link the bucket: the worker's alone.
 	next, prev *timeout
 	seq        uint32
 	bucket     uint32 // 1 + the index of the bucket that links it; 0 if none
@@ -200,9 +183,8 @@ func (t *timeout) below() *timeout {
 	return (*timeout)(atomic.LoadPointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev))))
 }
 
-// forgetBelow clears the timeout's link to the node below it on its intake
-// stack, so that a caller keeping the timeout keeps nothing else alive.
-// Producers may be reading it, hence the atomic store.
+// forgetBelow clears the link below, atomically for producers reading it,
+// so that a caller keeping the timeout keeps nothing else alive.
 func (t *timeout) forgetBelow() {
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
 }

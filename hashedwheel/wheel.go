@@ -8,40 +8,30 @@ import (
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
 // Netty. Tick n covers deadlines in (n·tickDuration, (n+1)·tickDuration]
-// and is expired once the clock has reached its end: a timeout never
-// expires before its deadline, and one due on a tick's end expires at that
-// end, as a runtime timer fires at its deadline. A timeout due more than a
-// turn of the wheel away waits in its bucket, passed over until its turn.
+// and expires once the clock has reached its end: never before a
+// deadline. A timeout more than a turn away waits in its bucket.
 //
-// Where Netty counts the turns left in each timeout, the wheel compares the
-// tick of the deadline in the timeout's state word with the current one,
-// so a Reset that moves a deadline later needs nothing: the walk that
-// finds it not yet due files it where its new deadline falls. Invariant:
-// a timeout sits in a bucket whose tick is at or before its deadline's.
-// And the wheel knows a tick, earliest, before which nothing in it is due
-// (invariant), so that the worker sleeps through the ticks before it.
-//
-// Only the worker goroutine touches a wheel.
+// Where Netty counts each timeout's turns left, the wheel compares the
+// tick of its deadline with the current one, so a Reset that moves a
+// deadline later needs nothing: the walk that finds it not due files it
+// anew. Invariants: a timeout sits in a bucket whose tick is at or before
+// its deadline's; nothing is due before the tick earliest, through which
+// the worker sleeps. Only the worker touches a wheel.
 type wheel struct {
 	buckets      []bucket
-	occupied     []uint64 // bit i is set while bucket i is not empty
-	mask         int64    // len(buckets)-1; len is a power of two
-	tickDuration int64    // nanoseconds
-	tick         int64    // the next tick to expire
-	size         int      // timeouts linked in buckets
-	earliest     int64    // lowered by each link, recomputed once the wheel reaches it
-	// schedules holds the timeouts of ScheduleFunc that walks found due,
-	// still linked, for the worker to claim once the walk is done.
-	schedules []*timeout
-	// With verifyEachStep only: the links, unlinks and walks, and the
-	// steps, since the last check (verifyStep).
-	verifyCredit int
+	occupied     []uint64   // bit i is set while bucket i is not empty
+	mask         int64      // len(buckets)-1; len is a power of two
+	tickDuration int64      // nanoseconds
+	tick         int64      // the next tick to expire
+	size         int        // timeouts linked in buckets
+	earliest     int64      // lowered by each link, recomputed once the wheel reaches it
+	schedules    []*timeout // of ScheduleFunc, found due, still linked, for the worker to claim after the walk
+	verifyCredit int        // with verifyEachStep: the work since the last check (verifyStep)
 }
 
 // bucket is one slot of the wheel: a doubly-linked list of timeouts, in
-// the order they were added, through their next and prev fields, and a
-// tick no timeout in it is due before: exact after its walk, lowered by
-// each add, left low by removals, the largest tick while it is empty.
+// the order they were added, and a tick none is due before: exact after
+// its walk, lowered by each link, MaxInt64 while empty.
 type bucket struct {
 	head, tail *timeout
 	minDue     int64
@@ -61,9 +51,8 @@ func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
 	return wh
 }
 
-// insert takes the queued timeout t into the wheel, in the bucket of the
-// tick that covers its deadline, or of the current tick if that one has
-// passed. It fails, linking nothing, if t was cancelled while queued.
+// insert takes the queued timeout t into the bucket of its deadline's
+// tick, or the current one; it fails if t was cancelled while queued.
 func (wh *wheel) insert(t *timeout) bool {
 	for {
 		w := t.word.Load()
@@ -77,8 +66,7 @@ func (wh *wheel) insert(t *timeout) bool {
 	}
 }
 
-// refile moves a timeout already in the wheel to the bucket its current
-// deadline falls in, after a Reset moved that deadline earlier.
+// refile moves t to the bucket of its current deadline.
 func (wh *wheel) refile(t *timeout) {
 	wh.unlink(t)
 	wh.link(t, max(tickDue(deadlineOf(t.word.Load()), wh.tickDuration), wh.tick))
@@ -105,8 +93,7 @@ func (wh *wheel) link(t *timeout, due int64) {
 	wh.size++
 }
 
-// unlink takes t out of its bucket, and out of the wheel unless it is
-// linked again.
+// unlink takes t out of its bucket.
 func (wh *wheel) unlink(t *timeout) {
 	if verifyEachStep {
 		wh.verifyCredit++
@@ -206,9 +193,9 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 // one, or, up to the tick that covers now, the first with something due.
 func (wh *wheel) nextTick(now int64) int64 { return max(wh.tick, min(wh.earliest, wh.tickOf(now))) }
 
-// findEarliest returns a tick, from or later, before which no timeout in
-// the wheel is due: the least bound of the buckets, which it scans from
-// from's, skipping empty ones, until no later bucket can hold a lesser one.
+// findEarliest returns a tick, from or later, before which nothing is due:
+// the least bound of the buckets, scanned from from's, skipping empty
+// ones, until no later bucket can hold a lesser one.
 func (wh *wheel) findEarliest(from int64) int64 {
 	best := int64(math.MaxInt64)
 	n := int64(len(wh.buckets))
@@ -230,12 +217,10 @@ func (wh *wheel) findEarliest(from int64) int64 {
 	return max(best, from)
 }
 
-// tickOf returns the first tick that has not ended at instant, in
-// nanoseconds after the start: the ticks before it may be expired.
+// tickOf returns the first tick not ended at instant.
 func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration }
 
-// endOf returns the instant at which tick ends, saturating instead of
-// overflowing.
+// endOf returns the instant tick ends, saturating.
 func (wh *wheel) endOf(tick int64) int64 {
 	if tick >= math.MaxInt64/wh.tickDuration { // (tick+1)·tickDuration overflows
 		return math.MaxInt64
@@ -260,16 +245,10 @@ func (wh *wheel) clear(f func(*timeout)) {
 	wh.earliest = math.MaxInt64
 }
 
-// verify checks the wheel's invariants: the occupied bits are set exactly
-// for the non-empty buckets; the buckets' lists are well linked, and each
-// timeout in one records it and is scheduled or cancelled; the lists hold
-// size timeouts in all; and, unless exact is false, no scheduled timeout is
-// due before its bucket's bound or before earliest. exact is false while a
-// Reset that moved a deadline earlier waits, reported, for the worker to
-// file the timeout again, and while one may be under way: a Reset rewrites
-// the deadline before it reports the move. While the worker runs, only the
-// worker may call it (see verifyStep); the tests call it while the worker
-// sleeps.
+// verify checks the wheel's invariants: occupied bits, links, states,
+// size, and, if exact, no scheduled timeout due before its bucket's bound
+// or earliest. Not exact, it allows a Reset's move earlier not yet refiled.
+// While the worker runs, only the worker may call it.
 func (wh *wheel) verify(exact bool) error {
 	linked := 0
 	for i := range wh.buckets {
@@ -285,15 +264,11 @@ func (wh *wheel) verify(exact bool) error {
 	return nil
 }
 
-// verifyStep is the check of the wheeltimer_verify build tag, which the
-// worker makes after each step that changes the wheel (see
-// verifyEachStep): a check of the whole wheel, not exact (see verify),
-// after every step while the wheel holds verifyAlways buckets and
-// timeouts or fewer; on a larger wheel, once the worker's work on it
-// since the last check, a unit per link, unlink, walk and step, is a
-// verifyShare-th of the check's, so that the checks cost at most
-// verifyShare times the work they check. A check after every step would
-// cost a wheel of 8192 buckets more than its tick under the race detector.
+// verifyStep is the check of the wheeltimer_verify build tag after each
+// step that changes the wheel: verify, not exact, every step on a wheel of
+// verifyAlways buckets and timeouts or fewer, else once the work since the
+// last check is a verifyShare-th of the check's, so that checking costs at
+// most verifyShare times the work it checks.
 func (wh *wheel) verifyStep() error {
 	wh.verifyCredit++
 	if cost := len(wh.buckets) + wh.size; cost > verifyAlways && wh.verifyCredit*verifyShare < cost {

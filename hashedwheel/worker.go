@@ -31,8 +31,8 @@ type worker struct {
 	budgetTick    int64 //
 	lastActive    int64 // the tick of the last pass that did something: the worker lingers after it
 	lingerTicks   int64 // quiet ticks before the worker sleeps until due
-	plannedWake   int64 // when the worker is due back: the end of the tick it waits for, or of the one its pass began in
-	maxLag        int64
+	plannedWake   int64 // the end of the tick the worker is due back at
+	maxLag        int64 // how late it has been back at most
 	grewAt        int64 // when a dispatch last needed a storm-sized list
 	claimFrom     int64 // the start of the first tick not ended at the pass's now (claimSchedules)
 }
@@ -67,10 +67,9 @@ func newWorker(h *HashedWheelTimer) *worker {
 	return w
 }
 
-// run is the worker goroutine. A task run inline, a Cancelled hook or a
-// Scheduler that calls runtime.Goexit ends it: a new one finishes what it
-// interrupted (the rest of an inline dispatch, the schedules to claim, the
-// hooks), then carries on with the loop.
+// run is the worker goroutine. User code on it (an inline task, a hook, a
+// Scheduler) that calls runtime.Goexit ends it: a new one finishes what it
+// interrupted, then carries on with the loop.
 func (w *worker) run() {
 	w.timer.workerID.Store(goid.Current())
 	returned := false
@@ -91,11 +90,11 @@ func (w *worker) run() {
 	returned = true
 }
 
-// loop runs Netty's Worker.run until Stop: wait for the next tick, process
-// the cancellations, move new timeouts into their buckets, expire the
-// tick's bucket, hand its tasks to the executor. Cancellations come first,
-// so that a timeout cancelled before its tick is never claimed. The
-// Cancelled hooks run last, so that a slow hook delays no task of the tick.
+// loop is Netty's Worker.run, until Stop: wait for the next tick, process
+// the cancellations (first: a timeout cancelled before its tick is never
+// claimed), move new timeouts into their buckets, expire the tick's
+// bucket, hand its tasks to the executor, and run the Cancelled hooks
+// (last: a slow hook delays no task of the tick).
 func (w *worker) loop() {
 	for !w.stopped {
 		now, woken := w.waitForNextTick()
@@ -119,14 +118,11 @@ func (w *worker) loop() {
 	}
 }
 
-// waitForNextTick waits, as Netty's does, for the end of the next tick
-// that can expire something, and returns the clock then, or sooner when a
-// producer or Stop wakes the worker. While anything happened in the last
-// lingerTime, it waits for the end of each tick; then it sleeps until the
-// first tick with something due, forever if nothing is pending, and sets
-// idle, so that producers wake it for every new timeout and report. It
-// reports whether it was woken from such a sleep, and counts how late it
-// is for the tick it was due back at, whether or not anything was due.
+// waitForNextTick waits, as Netty's, for the end of the next tick and
+// returns the clock then, or sooner when a producer or Stop wakes it.
+// After lingerTime without activity it sleeps instead until the first tick
+// with something due, with idle set so that producers wake it; it reports
+// whether it was woken from that sleep. It records how late it is back.
 func (w *worker) waitForNextTick() (now int64, woken bool) {
 	h, wh := w.timer, w.wheel
 	for slept := false; ; slept = true {
@@ -139,7 +135,7 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 			w.plannedWake = wh.endOf(wh.tickOf(now)) // back after this pass by the end of this tick
 			return now, woken
 		}
-		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.head < len(w.staged.items) {
+		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
 			w.plannedWake = wh.endOf(wh.nextTick(now))
 			h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
 			continue
@@ -147,8 +143,7 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 		w.plannedWake = wh.endOf(max(wh.tick, wh.earliest))
 		w.trim()
 		h.idle.Store(true)
-		// A producer that pushed before it could see the flag will not wake
-		// the worker: look again now that the flag is visible.
+		// A producer that pushed before the flag was visible wakes nobody.
 		if (!h.intakeEmpty() || h.state.Load() == timerStopped) && h.idle.CompareAndSwap(true, false) {
 			continue
 		} // else a producer took the flag and wakes the worker: Sleep returns at once
@@ -158,9 +153,9 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 	}
 }
 
-// processCancelledTasks unlinks the timeouts in a bucket that Cancel
-// reported, as Netty's processCancelledTasks, and files again those a
-// Reset moved earlier. It reports whether it found any.
+// processCancelledTasks, as Netty's, unlinks the timeouts Cancel reported
+// and files again those a Reset moved earlier; it reports whether it
+// found any.
 func (w *worker) processCancelledTasks() (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("processCancelledTasks")
@@ -178,8 +173,7 @@ func (w *worker) processCancelledTasks() (found bool) {
 		}
 		for t, ok := s.moved.Pop(); ok; t, ok = s.moved.Pop() {
 			found = true
-			// Still scheduled, it is in a bucket; cancelled or expired
-			// since, it is or was unlinked by its own path.
+			// Cancelled or expired since, its own path unlinks it.
 			if t.currentState() == stateScheduled {
 				w.wheel.refile(t)
 			}
@@ -188,34 +182,28 @@ func (w *worker) processCancelledTasks() (found bool) {
 	return found
 }
 
-// cancellationDone records that t, cancelled (and counted by its Cancel),
-// has left the wheel or the intake for good. Its Cancelled hook, if it
-// has one, runs at the end of the pass: a hook may call Stop, which must
-// find every timeout placed, and must not delay the tasks of the tick.
+// cancellationDone records that t, cancelled, has left the wheel or the
+// intake. Its Cancelled hook runs at the end of the pass: it may call
+// Stop, which must find every timeout placed.
 func (w *worker) cancellationDone(t *timeout) {
 	if cancelledHookOf(t.task) != nil {
 		w.hooked = append(w.hooked, t)
 	}
 }
 
-// The worker's budgets per tick, as Netty's 100 000: producers adding in
-// a tight loop cannot starve expiry. A tick moves at most
-// maxTransfersPerTick new timeouts into the wheel, counting those moved
-// between it and the next; the rest wait, staged, for the ticks that
-// follow. Dropping a staged timeout cancelled meanwhile costs far less,
-// and has a limit of its own.
+// The worker's budgets per tick, as Netty's 100 000, so that producers
+// adding in a tight loop cannot starve expiry: the rest wait, staged, for
+// the ticks that follow. Dropping a cancelled one costs far less.
 const (
 	maxTransfersPerTick = 100_000
 	maxDiscardsPerTick  = 10 * maxTransfersPerTick
 	transferBatch       = 64 // staged timeouts moved at a time
 )
 
-// transferTimeoutsToBuckets moves new timeouts into the wheel, as Netty's:
-// first those staged, oldest first, then those on the intake stacks, while
-// the tick's budget lasts, and drops those cancelled meanwhile. It stages
-// the rest, still queued, and every timeout collected while any is staged,
-// so that each producer's reach the wheel in the order they were made. It
-// reports whether it took in or dropped any.
+// transferTimeoutsToBuckets, as Netty's, moves new timeouts into the
+// wheel while the tick's budget lasts, the staged first, and drops those
+// cancelled. It stages the rest, and all while any is staged, so that each
+// producer's reach the wheel in order. It reports whether it found any.
 func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("transferTimeoutsToBuckets")
@@ -224,15 +212,14 @@ func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 		w.transfersLeft, w.budgetTick = maxTransfersPerTick, tick
 	}
 	var buf [transferBatch]*timeout
-	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped && w.staged.head < len(w.staged.items); {
+	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped && w.staged.len() > 0; {
 		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
 		if n == 0 {
 			break
 		}
 		found = true
-		// Written on other cores and staged long ago: their states are
-		// loaded first, with plain loads the processor overlaps, instead
-		// of one cache miss after another under compare-and-swap.
+		// Written on other cores long ago: loaded together, the cache
+		// misses overlap.
 		var states [transferBatch]uint64
 		for j, t := range buf[:n] {
 			states[j] = t.currentState()
@@ -256,7 +243,7 @@ func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 			switch {
 			case stateOf(t.word.Load()) == stateCancelled:
 				w.drop(t)
-			case w.transfersLeft > 0 && w.staged.head == len(w.staged.items):
+			case w.transfersLeft > 0 && w.staged.len() == 0:
 				if w.wheel.insert(t) {
 					w.transfersLeft--
 				} else { // cancelled just now
@@ -277,10 +264,9 @@ func (w *worker) drop(t *timeout) {
 	w.cancellationDone(t)
 }
 
-// expireTimeouts expires the next tick's bucket, as Netty's
-// HashedWheelBucket.expireTimeouts, if that tick has ended by now, and
-// moves to the tick after it; ticks before the first with anything due
-// are skipped. It reports whether it claimed or skipped any run.
+// expireTimeouts, as Netty's HashedWheelBucket.expireTimeouts, expires
+// the next tick with anything due if it has ended by now; it reports
+// whether it claimed or skipped any run.
 func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	if verifyEachStep {
 		defer w.checkWheel("expireTimeouts")
@@ -314,9 +300,8 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	return claimed
 }
 
-// countExpired counts n timeouts expired, and frees their places under
-// the pending limit before they run, so that a task may schedule again at
-// the limit (Netty a0e375bbc0).
+// countExpired counts n timeouts expired and frees their places under the
+// pending limit before they run: a task may schedule again at the limit.
 func (w *worker) countExpired(n int) {
 	h := w.timer
 	if n > 0 {
@@ -327,27 +312,25 @@ func (w *worker) countExpired(n int) {
 	}
 }
 
-// The worker's lists after a storm: a late worker collects at most
-// maxDeferredDue claimed timeouts over the ticks it catches up before it
-// dispatches them; the lists grown beyond maxKeptDue are dropped once none
-// needed that size for trimAfter, whether the worker sleeps or ticks.
+// A late worker collects at most maxDeferredDue runs over the ticks it
+// catches up before it dispatches them; lists grown beyond maxKeptDue are
+// dropped once none needed that size for trimAfter.
 const (
 	maxDeferredDue = maxTransfersPerTick
 	maxKeptDue     = 1 << 14
 	trimAfter      = time.Second
 )
 
-// dispatchExpired hands the claimed timeouts to the dispatcher: on a pool
-// those due together start together, up to its size; with pool.Inline
-// they run here, in deadline order. A late worker first catches up the
-// ticks it missed with something due, so that their tasks start together.
+// dispatchExpired hands the claimed runs to the dispatcher, once a late
+// worker has caught up the ticks it missed, so that they start together.
 func (w *worker) dispatchExpired(now int64) {
 	if w.wheel.endOf(w.wheel.nextTick(now)) > now || len(w.due) >= maxDeferredDue || w.stopped {
 		w.dispatch()
 	}
 }
 
-// dispatch hands every claimed timeout to the dispatcher.
+// dispatch hands every claimed run to the dispatcher: with pool.Inline
+// they run here, in deadline order.
 func (w *worker) dispatch() {
 	if len(w.due) == 0 {
 		return
@@ -373,10 +356,9 @@ type dueRun struct {
 func (r dueRun) run() { r.timeout.run() }
 
 // runCancelledHooks calls the Cancelled hooks of the cancellations done so
-// far. The list is read through w at each step, never as a copy: a hook
-// may call Stop, whose shutdown appends to it and runs the rest itself, or
-// runtime.Goexit, after which the worker's next goroutine does. Each entry
-// is taken before its hook runs, so that none runs twice.
+// far, each taken before it runs so that none runs twice. It reads the
+// list through w: a hook may call Stop, whose shutdown appends to it, or
+// runtime.Goexit, after which the next worker goroutine goes on.
 func (w *worker) runCancelledHooks() {
 	for w.hookNext < len(w.hooked) {
 		t := w.hooked[w.hookNext]

@@ -3,27 +3,19 @@
 // contenders share it, so that they differ only in how they find what is
 // due.
 //
-// Each Dispatch appends its tasks, as one segment, to a queue that drain
-// functions running on the executor take tasks from, oldest first: a task
-// due earlier never starts after one due later, whatever order the drain
-// functions start in. A drain function claims one task at a time while
-// tasks take long, and more at once while they are short (claim.go); what
-// it claimed and has not started others steal, so a slow task holds up
-// none but its own drain function. At most Parallelism drain functions, the
-// executor's size, are handed over and not returned, across all segments;
-// tasks beyond them wait in the queue, costing nothing, for a drain
-// function to come back for them.
+// Each Dispatch appends its tasks, as a segment, to a queue that drain
+// functions on the executor take from, oldest first: a task due earlier
+// never starts after one due later. A drain function claims more tasks at
+// once while they are short (claim.go); what it claimed and has not
+// started others steal, so a slow task holds up no other. At most
+// Parallelism drain functions, the executor's size, are out at once;
+// tasks beyond them wait in the queue, costing nothing.
 //
-// A Dispatch tops the drain functions out up to twice as many as there
-// are processors, which is enough for short tasks. Slow ones hold their drain
-// functions: a check on a runtime timer, armed only while growing can help
-// (tasks wait, the bound is not reached, and no drain function waits for
-// the executor), asks in one step for a drain function for every slow task
-// it expects, so that slow tasks due together start within a millisecond
-// or two of each other.
-//
-// Nothing here waits on the executor's goroutines: Dispatch only calls
-// Execute, which must not block.
+// A Dispatch keeps twice as many drain functions out as there are
+// processors, enough for short tasks. While slow tasks hold them, a check
+// on a runtime timer asks in one step for a drain function for every slow
+// task it expects, so that slow tasks due together start together.
+// Nothing here waits on the executor's goroutines: Execute must not block.
 package dispatch
 
 import (
@@ -53,10 +45,9 @@ type Config[T any] struct {
 	// Parallelism bounds the drain functions handed to the executor and
 	// not returned: the executor's size. 0 means SizeOf(Executor).
 	Parallelism int
-	// Refused is told when the executor refuses a drain function, or
-	// panics in Execute; the function then runs on a goroutine of its own,
-	// still counted in Parallelism, so that no task is lost. It must be
-	// safe for concurrent use.
+	// Refused is told, from any goroutine, when the executor refuses a
+	// drain function or panics in Execute; the function then runs on a
+	// goroutine of its own, so that no task is lost.
 	Refused func(err error)
 	// Started and Finished, if set, are told of the tasks dispatched and
 	// of those that returned, n at a time.
@@ -81,36 +72,29 @@ func SizeOf(e Executor) int {
 	return DefaultParallelism
 }
 
-// maxKeptTasks bounds the capacity of the slices a dispatcher keeps for
-// reuse, so that a storm's worth of pointers is not held once it has run;
-// maxKeptSlices bounds their number.
+// maxKeptTasks and maxKeptSlices bound the slices kept for reuse.
 const (
 	maxKeptTasks  = 1 << 14
 	maxKeptSlices = 2
 )
 
-// yieldEvery is how long a drain function runs tasks before it yields its
-// processor. A processor runs its due runtime timers only when it
-// schedules, so drain functions that run without a break on every
-// processor would hold up the timers, the worker's next tick among them
-// (golang/go#38860).
+// yieldEvery is how long a drain function runs tasks before it yields: a
+// processor runs its due runtime timers, the worker's tick among them,
+// only when it schedules (golang/go#38860).
 const yieldEvery = 100 * time.Microsecond
 
-// maxClaim bounds how many tasks a drain function claims at once, and
-// shortTask is how long a task may take, on average over a claim, for the
-// next claim to double.
+// maxClaim bounds a claim, which doubles while its tasks took less than
+// shortTask each on average.
 const (
 	maxClaim  = 64
 	shortTask = 20 * time.Microsecond
 )
 
 // startDrainersPerCPU is how many drain functions per processor a Dispatch
-// keeps out: those out go on with the queue's next segment, so a storm of
-// short tasks keeps no more busy than the processors can run.
+// keeps out; they go on with the next segment.
 const startDrainersPerCPU = 2
 
-// growInterval is how often the check looks at drain functions held by
-// slow tasks.
+// growInterval is the period of the check.
 const growInterval = 250 * time.Microsecond
 
 // Dispatcher runs due tasks on an executor and tracks them until they
@@ -136,9 +120,8 @@ type Dispatcher[T any] struct {
 	closed         bool
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
-	// The dispatching goroutine's: the tasks of an inline dispatch, of
-	// which inline[inlineNext:] have yet to run, the time of the dispatch,
-	// and their lateness until merged.
+	// The dispatching goroutine's: an inline dispatch, inline[inlineNext:]
+	// yet to run, dispatched at inlineAt.
 	inline                 []T
 	inlineNext             int
 	inlineAt               int64
@@ -146,8 +129,7 @@ type Dispatcher[T any] struct {
 	inlineOff              histogram.Local
 }
 
-// segment is the tasks of one Dispatch. A task is started by the one
-// atomic add on next that hands out its index.
+// segment is the tasks of one Dispatch.
 type segment[T any] struct {
 	tasks    []T
 	at       int64                 // monotonic time of the Dispatch
@@ -158,8 +140,7 @@ type segment[T any] struct {
 	link     *segment[T]           // the next segment in the queue; guarded by the dispatcher's mu
 }
 
-// unstarted returns how many tasks of the segment have not started: those
-// not claimed, and those claimed and not started.
+// unstarted returns how many tasks of the segment have not started.
 func (s *segment[T]) unstarted() int64 {
 	n := max(int64(len(s.tasks))-s.next.Load(), 0)
 	for c := s.claims.Load(); c != nil; c = c.next {
@@ -168,8 +149,7 @@ func (s *segment[T]) unstarted() int64 {
 	return n
 }
 
-// newClaim makes a claim and pushes it on the segment's stack, for the
-// thieves.
+// newClaim pushes a new claim on the segment's stack, for the thieves.
 func (s *segment[T]) newClaim() *claim {
 	c := new(claim)
 	for {
@@ -180,9 +160,8 @@ func (s *segment[T]) newClaim() *claim {
 	}
 }
 
-// handOff is one drain function handed to the executor. A run that finds
-// it unarmed is a second run of one hand-over, by an executor that runs a
-// function twice, and does nothing.
+// handOff is one drain function handed to the executor; armed, so that an
+// executor running a function twice runs it once.
 type handOff[T any] struct {
 	d     *Dispatcher[T]
 	armed atomic.Bool
@@ -349,15 +328,9 @@ func (d *Dispatcher[T]) execute(h, rest *handOff[T]) (err error) {
 
 // run is the drain function of a hand-off: it runs the queue's tasks,
 // oldest first, until none is left to start, then gives the hand-off back.
-// It claims them from a segment's cursor one at a time while tasks take
-// long, and twice as many each time, up to maxClaim, while they are short,
-// so that a storm of short tasks does not pay a shared atomic add and a
-// clock reading each; what it claimed and has not started, others steal,
-// one at a time, so that a slow task holds up none claimed with it. It
-// yields the processor every yieldEvery, between claims. A task that calls
-// runtime.Goexit ends it: a goroutine of its own carries on, holding the
-// hand-off, so that the executor is handed no drain function before the
-// ending one has returned to it.
+// A task that calls runtime.Goexit ends it: a goroutine of its own carries
+// on, holding the hand-off, so that the executor is handed no drain
+// function before the ending one has returned to it.
 func (h *handOff[T]) run() {
 	if !h.armed.CompareAndSwap(true, false) {
 		return // a second run of one hand-over
@@ -383,8 +356,10 @@ func (h *handOff[T]) run() {
 	r.returned = true
 }
 
-// claimAndRun runs the tasks of the drain function's segment that it
-// claims from the cursor, until none is left to claim.
+// claimAndRun runs the tasks it claims from the segment's cursor until
+// none is left: one at a time while tasks take long, twice as many each
+// time while they are short, so that a storm of short tasks pays no shared
+// atomic add and no clock reading each. It yields every yieldEvery.
 func (r *drainer[T]) claimAndRun() {
 	d, s := r.d, r.s
 	n := int64(len(s.tasks))
