@@ -17,9 +17,8 @@ func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) 
 	return h.WithTimeoutCause(parent, d, nil)
 }
 
-// farDelay is a delay beyond which the timer's reading of now + delay may
-// saturate: WithTimeout then takes the deadline from the wall clock, so
-// that Deadline reports now.Add(d) as the context package does.
+// farDelay is a delay beyond which now + delay may saturate on the timer's
+// clock: WithTimeout then takes the deadline from the wall clock.
 const farDelay = math.MaxInt64 / 2
 
 // WithTimeoutCause is WithTimeout, with cause as the context's cause once
@@ -35,7 +34,7 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
 	if parent.Err() != nil {
-		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause) // done at once, no timeout
+		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
 	}
 	c := &wheelContext{cause: cause}
 	if err := h.arm(c, parent, d); err != nil {
@@ -44,28 +43,24 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	return c, c.cancel
 }
 
-// WithDeadline returns a copy of parent whose deadline is no later than
-// deadline, as context.WithDeadline does, enforced by the timer: Done is
-// closed at the first tick end at or after the deadline, never before it,
-// when the CancelFunc is called, or when parent is done, whichever comes
-// first. Err then returns context.DeadlineExceeded, or the error of the
-// cancellation, and context.Cause the cause, on the context and on every
-// context derived from it. The deadline is read on the timer's clock
-// (WithClock) and compared with parent's as a wall time. A parent whose
-// deadline is earlier keeps it; a deadline already past, or a parent
-// already done, gives a context already done that holds no timeout. A nil
-// parent panics, as with the context package.
+// WithDeadline is context.WithDeadline with the deadline enforced by the
+// timer: Done is closed at the first tick end at or after the deadline,
+// never before it, when the CancelFunc is called, or when parent is done,
+// whichever comes first; Err and context.Cause then report as the context
+// package's do, on it and on its derived contexts. The deadline is read on
+// the timer's clock (WithClock). A parent with an earlier deadline keeps
+// it; a deadline past or a parent done gives a context done at once,
+// holding no timeout. A nil parent panics.
 //
 // The context holds one pending timeout until its deadline or its
-// CancelFunc, which is idempotent and releases it at once: call it as soon
-// as the work is done. A cancellation of parent releases it only for a
-// context with derived contexts. A live context costs no goroutine; the
-// CancelFunc and the deadline reach directly derived contexts before they
-// return, parent's cancellation through one goroutine, and contexts
-// derived through a wrapper (context.WithValue) join through a goroutine
-// each: docs/differences.md lists each difference from the context
-// package. A stopped or full timer returns a context whose deadline its
-// clock keeps (a runtime timer, or a clock.Fake's AfterFunc), counted in
+// idempotent CancelFunc, which releases it at once: call it when the work
+// is done (parent's cancellation releases it only for a context with
+// derived contexts). A live context costs no goroutine; the CancelFunc and
+// the deadline reach directly derived contexts before they return,
+// parent's cancellation through one goroutine, contexts derived through a
+// wrapper (context.WithValue) through one each (docs/differences.md). A
+// stopped or full timer returns a context whose deadline its clock keeps
+// (a runtime timer, or a clock.Fake's AfterFunc), counted in
 // Stats.ContextFallbacks; Stop moves a live context's deadline there too.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
@@ -93,9 +88,8 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 }
 
 // timeLeft returns the time until parent's deadline, if it has one: on the
-// timer's monotonic clock for a context of this timer's, whose wall
-// deadline a step of the wall clock since its call would skew; on the wall
-// clock otherwise.
+// monotonic clock for this timer's contexts, whose wall deadline a step of
+// the wall clock would skew; on the wall clock otherwise.
 func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool) {
 	var c *wheelContext
 	switch p := parent.(type) {
@@ -114,11 +108,9 @@ func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool
 	return cur.Sub(h.wallNow()), true
 }
 
-// fallback returns, for a timer that refused a context's timeout with
-// err, a context whose deadline a timer of the clock's own keeps (the
-// runtime's, or a clock.Fake's, so that it follows a fake clock as the
-// wheel's contexts do); in a testing/synctest bubble the timer may not be
-// used in, the context package's, on the bubble's clock.
+// fallback returns, for a context's timeout the timer refused with err, a
+// context whose deadline the clock's AfterFunc keeps; in a testing/synctest
+// bubble the timer may not be used in, the context package's.
 func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, delay time.Duration, cause, err error) (context.Context, context.CancelFunc) {
 	if errors.Is(err, ErrSynctestBubble) {
 		return context.WithDeadlineCause(parent, deadline, cause)
@@ -133,26 +125,21 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 	}
 }
 
-// errNilParent is the panic of a nil parent, in the context package's
-// words: a nil parent is a programming error there too.
+// errNilParent is the panic of a nil parent, in the context package's words.
 const errNilParent = "cannot create context from nil parent"
 
-// Now returns the current time on the timer's clock (WithClock): the
-// runtime's time.Now() by default, a clock.Fake's time in a test, so that
-// code stamping times with the timer's Now follows the fake. Deadlines
-// the timer reports (Timeout.Deadline, a context's Deadline) are on the
-// same clock.
+// Now returns the current time on the timer's clock (WithClock), on which
+// the deadlines it reports are: time.Now() by default, a clock.Fake's in a
+// test.
 func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
 
-// wallNow reads the timer's wall clock, after setting up a zero
-// HashedWheelTimer, whose clock is chosen then.
+// wallNow reads the timer's clock, setting up a zero HashedWheelTimer first.
 func (h *HashedWheelTimer) wallNow() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
 		if h.shards == nil && goid.Bubble() != h.bubble {
 			// A zero timer touched first in a testing/synctest bubble: set
-			// nothing up there (Start refuses it); its default clock reads
-			// time.Now.
+			// nothing up there (Start refuses it).
 			h.startMu.Unlock()
 			return time.Now()
 		}
@@ -162,11 +149,9 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 	return h.clock.Now()
 }
 
-// arm joins c to parent and schedules its timeout, due after delay. It
-// returns the timer's error, leaving nothing behind and counting a
-// fallback, if the timer refused the timeout. In a testing/synctest bubble
-// the timer may not be used in, the fallback is the context package's
-// context, on the bubble's clock.
+// arm joins c to parent and schedules its timeout, due after delay. If the
+// timer refuses it, arm leaves nothing behind, counts a fallback and
+// returns the timer's error.
 func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) error {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
@@ -178,9 +163,8 @@ func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay ti
 	return nil
 }
 
-// unarmed joins c to parent without a timeout, for a context done at once:
-// parent is done, or, if expired, the deadline has passed. It returns the
-// CancelFunc.
+// unarmed joins c to parent without a timeout, for a context done at once
+// (expired: its deadline has passed), and returns the CancelFunc.
 func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expired bool) context.CancelFunc {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.timer, c.timeout.task = h, c
@@ -191,23 +175,16 @@ func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expi
 	return c.cancel
 }
 
-// errDeadlinePassed is the cause a wheelContext gives its inner context
-// when its deadline passes, so that Err can tell a deadline from a
-// cancellation. Users never see it: Cause reports the context's own.
+// errDeadlinePassed is the inner context's cause once the deadline passes,
+// so that Err can tell a deadline from a cancellation; users never see it.
 var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 
-// wheelContext is the context of WithTimeout and WithDeadline. Its
-// cancellation, from the
-// parent or by its CancelFunc, is a context.WithCancelCause child of the
-// parent, which joins the parent's children without a goroutine; its
-// deadline is a timeout of the wheel, made inside the same allocation,
-// whose task cancels that child with errDeadlinePassed.
-//
-// So that contexts derived from it see context.DeadlineExceeded rather
-// than the inner context's context.Canceled, it does not let them find
-// the inner context (see Value): the context package then joins them
-// through its AfterFunc method, whose functions the CancelFunc and the
-// deadline call once Err and Cause are final (context_afterfunc.go).
+// wheelContext is the context of WithTimeout and WithDeadline: inner, a
+// context.WithCancelCause child of the parent, joins the parent without a
+// goroutine; the deadline is a timeout in the same allocation, whose task
+// cancels inner with errDeadlinePassed. Derived contexts must see
+// DeadlineExceeded, not inner's Canceled, so Value hides inner from them:
+// they join through AfterFunc instead (context_afterfunc.go).
 type wheelContext struct {
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
@@ -217,11 +194,9 @@ type wheelContext struct {
 	timeout     timeout
 }
 
-// Deadline returns the deadline fixed at its first call: the wall clock
-// then plus what remains of the timeout on the timer's clock, so the wall
-// clock at WithTimeout's call plus the timeout, to 8ns, unless the wall
-// clock stepped meanwhile. Fixed at the first call, not at WithTimeout's,
-// so that a context nobody asks costs no reading of the wall clock.
+// Deadline returns the deadline fixed at its first call, the wall clock
+// then plus what remains of the timeout, so that a context nobody asks
+// reads no wall clock.
 func (c *wheelContext) Deadline() (time.Time, bool) {
 	if c.deadline.Load() == nil {
 		d := c.timeout.Deadline()
@@ -230,8 +205,8 @@ func (c *wheelContext) Deadline() (time.Time, bool) {
 	return *c.deadline.Load(), true
 }
 
-// deadlineContext is the context of WithDeadline, which reports the very
-// deadline it was given, and of the fallbacks.
+// deadlineContext is the context of WithDeadline and of the fallbacks,
+// which report the very deadline given.
 type deadlineContext struct {
 	wheelContext
 	deadline time.Time
@@ -246,10 +221,9 @@ func (c *wheelContext) String() string {
 	return c.describe(d)
 }
 
-// describe names the context as the context package names its own:
-// <parent>.WithDeadline(<deadline> [<time left on the timer's clock>]).
+// describe names the context as the context package does:
+// <parent>.WithDeadline(<deadline> [<time left>]).
 func (c *wheelContext) describe(deadline time.Time) string {
-	// The inner context's String is the parent's name + ".WithCancel".
 	parent := strings.TrimSuffix(c.inner.(interface{ String() string }).String(), ".WithCancel")
 	return parent + ".WithDeadline(" + deadline.String() + " [" +
 		deadline.Sub(c.timeout.timer.clock.Now()).String() + "])"
@@ -257,9 +231,8 @@ func (c *wheelContext) describe(deadline time.Time) string {
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
 
-// Err returns nil until the context is done; then context.DeadlineExceeded
-// if its deadline passed first, or the error the parent or the CancelFunc
-// cancelled it with.
+// Err returns nil until the context is done, then DeadlineExceeded or the
+// error of the cancellation that came first.
 func (c *wheelContext) Err() error {
 	err := c.inner.Err()
 	if err != nil && context.Cause(c.inner) == errDeadlinePassed {
@@ -268,11 +241,10 @@ func (c *wheelContext) Err() error {
 	return err
 }
 
-// Value returns parent's value for key, except for the key by which the
-// context package finds a cancellable ancestor: for it, the context
-// answers nil while it is not done, so that a derived context joins it
-// through AfterFunc, and, once done, a done context that carries its cause
-// if it differs from Err, for context.Cause.
+// Value returns parent's value for key, except for the context package's
+// key of cancellable ancestors: nil while not done, so that derived
+// contexts join through AfterFunc; once done, a done context carrying the
+// cause, if it differs from Err, for context.Cause.
 func (c *wheelContext) Value(key any) any {
 	if !isCancelCtxKey(key) {
 		return c.inner.Value(key)
@@ -291,21 +263,19 @@ func (c *wheelContext) Value(key any) any {
 	if cause == err {
 		return nil // context.Cause falls back to Err
 	}
-	// A done context that carries the cause, for context.Cause: made on
-	// each call, a rare one, so that live contexts stay small.
+	// Made on each (rare) call, so that live contexts stay small.
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	return done.Value(key)
 }
 
-// Run is the task of the context's timeout: its deadline has passed.
+// Run is the task of the context's timeout.
 func (c *wheelContext) Run(Timeout) { c.expire() }
 
-// expire ends the context at its deadline.
 func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
 
-// cancel is the CancelFunc: it releases the timeout, or the runtime timer
-// Stop moved it to, and cancels the context, detaching it from the parent.
+// cancel is the CancelFunc: it releases the timeout, or the clock's timer
+// Stop moved it to, and cancels the context.
 func (c *wheelContext) cancel() {
 	c.timeout.Cancel()
 	if x := c.end(nil); x != nil {
@@ -313,10 +283,9 @@ func (c *wheelContext) cancel() {
 	}
 }
 
-// end cancels the inner context with cause, unless it is done already,
-// then calls the functions derived contexts registered, on this
-// goroutine: they see Err and Cause final. It returns the extras, if the
-// context has them.
+// end cancels inner with cause, unless done already, then calls the
+// derived contexts' functions on this goroutine, Err and Cause final. It
+// returns the extras, if any.
 func (c *wheelContext) end(cause error) *contextExtras {
 	x := c.extras.Load()
 	if x != nil {
@@ -332,9 +301,8 @@ func (c *wheelContext) end(cause error) *contextExtras {
 	return x
 }
 
-// outliveStop moves the deadline of a context still live at Stop to a
-// runtime timer, or to the function of a clock.Fake, which the CancelFunc
-// stops.
+// outliveStop moves the deadline of a context live at Stop to the clock's
+// AfterFunc, which the CancelFunc stops.
 func (c *wheelContext) outliveStop(*timeout) {
 	x := c.loadExtras()
 	x.mu.Lock()
@@ -346,13 +314,12 @@ func (c *wheelContext) outliveStop(*timeout) {
 	c.timeout.timer.counters.contextFallbacks.Add(1)
 }
 
-// cancelCtxProbe answers its own address for the context package's key of
-// cancellable contexts, and so recognises that key.
+// cancelCtxProbe answers itself for the context package's key of
+// cancellable contexts, and so recognises it.
 var cancelCtxProbe, _ = context.WithCancel(context.Background())
 
-// isCancelCtxKey reports whether key is the context package's key of
-// cancellable contexts, by which context.Cause and derived contexts find a
-// cancellable ancestor.
+// isCancelCtxKey reports whether key is the context package's key by which
+// context.Cause and derived contexts find a cancellable ancestor.
 func isCancelCtxKey(key any) bool {
 	if _, ok := key.(*int); !ok {
 		return false

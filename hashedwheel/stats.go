@@ -14,97 +14,65 @@ import (
 // ReturnedByStop, and Pending is never negative nor, with
 // WithMaxPendingTimeouts, more than the limit.
 type Stats struct {
-	// Pending is PendingTimeouts: scheduled, and neither expired,
-	// cancelled nor returned by Stop. A periodic timeout counts once.
+	// Pending is PendingTimeouts; a periodic timeout counts once.
 	Pending int64
-	// Scheduled counts the timeouts the timer accepted: those of
-	// NewTimeout, AfterFunc, Every and ScheduleFunc, and one for each
-	// context of WithTimeout, WithDeadline and their Cause forms that a
-	// timeout of the wheel keeps; not a context done at once, one whose
-	// parent's deadline comes first, nor one counted in ContextFallbacks.
+	// Scheduled counts the timeouts accepted: of NewTimeout, AfterFunc,
+	// Every, ScheduleFunc, and the contexts of WithTimeout and WithDeadline
+	// whose deadline a timeout of the wheel keeps (not those done at once,
+	// cut short by their parent's deadline, or in ContextFallbacks).
 	Scheduled uint64
-	// Expired counts the timeouts claimed for running.
-	Expired uint64
-	// Cancelled counts the Cancels that returned true, and the timeouts of
-	// the contexts and channel timers that Stop moved to the clock's own
-	// timers.
-	Cancelled uint64
-	// ReturnedByStop counts the timeouts Stop cancelled and returned.
-	ReturnedByStop uint64
-	// Resets counts the Resets that returned true.
-	Resets uint64
-	// ResetsDuringRun counts those of them that found a run of their
-	// periodic timeout in progress: started by the timer, it completes,
-	// and its function may reach its first line after Reset returned
-	// (docs/guarantees.md bounds that window).
+	Expired   uint64 // timeouts claimed for running
+	// Cancelled counts the Cancels that returned true, and the contexts and
+	// channel timers that Stop moved to the clock's own timers.
+	Cancelled      uint64
+	ReturnedByStop uint64 // timeouts Stop cancelled and returned
+	Resets         uint64 // Resets that returned true
+	// ResetsDuringRun counts those that found a run of their periodic
+	// timeout in progress, which completes (docs/guarantees.md).
 	ResetsDuringRun uint64
 	// PeriodicRuns counts the runs of periodic timeouts started, and
-	// PeriodicSkipped those not started: due while another run of the same
-	// timeout waited to start, revoked by a Reset, or missed by a worker
-	// late by a period. A schedule of ScheduleFunc whose wall clock stepped
-	// past many runs counts at most 1000 of them a claim: beyond, its
-	// Scheduler is asked for the first run after now, and the runs between
-	// are not counted.
+	// PeriodicSkipped those not: due while another run waited to start,
+	// revoked by a Reset, or missed by a worker late by a period (for a
+	// ScheduleFunc whose wall clock stepped, at most 1000 a claim).
 	PeriodicRuns    uint64
 	PeriodicSkipped uint64
 	// ScheduleErrors counts the schedules of ScheduleFunc ended because
-	// their Scheduler's Next returned a time not after its argument, or
-	// panicked.
+	// Next returned a time not after its argument, or panicked.
 	ScheduleErrors uint64
-	// RejectedFull counts the timeouts refused at the
-	// WithMaxPendingTimeouts limit: the calls of NewTimeout, AfterFunc,
-	// Every, ScheduleFunc, NewTimer and NewTicker that failed with
-	// ErrTooManyPendingTimeouts, and the contexts and channel timer
-	// armings that then fell back (also in ContextFallbacks and
-	// ChanFallbacks).
-	RejectedFull uint64
-	// RejectedStopped counts the timeouts refused because the timer was
-	// stopped: the calls of NewTimeout, AfterFunc, Every, ScheduleFunc,
-	// NewTimer and NewTicker that failed with ErrStopped, and the contexts
-	// and channel timer armings that then fell back (also in
-	// ContextFallbacks and ChanFallbacks).
+	// RejectedFull and RejectedStopped count the timeouts refused at the
+	// WithMaxPendingTimeouts limit and by a stopped timer: the calls that
+	// failed with ErrTooManyPendingTimeouts or ErrStopped, and the contexts
+	// and channel timer armings that then fell back.
+	RejectedFull    uint64
 	RejectedStopped uint64
 	// ExecutorFailures counts the times the executor refused expired tasks
 	// or panicked taking them; they then ran on a goroutine of their own.
 	ExecutorFailures uint64
-	// ContextFallbacks counts the contexts made by WithDeadline whose
-	// deadline a timer of the clock's own (the runtime's, or a
-	// clock.Fake's) keeps instead of the wheel: made while the timer was
-	// stopped or at its pending limit, or live at Stop.
+	// ContextFallbacks and ChanFallbacks count the contexts and channel
+	// timer armings whose deadline a timer of the clock's own keeps instead
+	// of the wheel: made while the timer was stopped or full, or live at Stop.
 	ContextFallbacks uint64
-	// ChanFallbacks counts the same for channel timers: the armings of
-	// After, ChanTimer.Reset and Ticker.Reset made while the timer was
-	// stopped or at its pending limit, and those live at Stop.
-	ChanFallbacks uint64
-	// TaskPanics counts the tasks that panicked, and HookPanics the
-	// Cancelled hooks that did; Goexits counts the tasks and hooks that
-	// called runtime.Goexit. Each is logged, naming the task.
+	ChanFallbacks    uint64
+	// TaskPanics and HookPanics count the tasks and Cancelled hooks that
+	// panicked, Goexits those that called runtime.Goexit; each is logged.
 	TaskPanics uint64
 	HookPanics uint64
 	Goexits    uint64
-	// Ticks counts the ticks the worker has processed; it sleeps through
-	// ticks with nothing due.
-	Ticks uint64
-	// MaxTickLag is the longest the worker has been late for a tick: how
-	// long after the end of a tick it was due to process, with or without
-	// anything due in it, it started: a Cancelled hook, Scheduler or
-	// pool.Inline task that held it up, a process short of CPU, a burst of
-	// scheduling (a tick moves up to 100 000 new timeouts into the wheel,
-	// which takes milliseconds).
+	Ticks      uint64 // ticks the worker processed; it sleeps through idle ones
+	// MaxTickLag is the longest the worker started a tick late: held up by
+	// a Cancelled hook, Scheduler or pool.Inline task, short of CPU, or
+	// moving a burst of new timeouts into the wheel.
 	MaxTickLag time.Duration
-	// LatenessP50 and LatenessP99 are the median and 99th percentile of
-	// how late tasks started after their deadlines since the timer
-	// started, to within 19% above (Lateness has the histograms), and
+	// LatenessP50 and LatenessP99 are quantiles of how late tasks started
+	// after their deadlines, to within 19% above (see Lateness), and
 	// MaxLateness the longest; a task starts up to a tick late by design.
 	LatenessP50, LatenessP99, MaxLateness time.Duration
 	// MaxHandOffWait is the longest a task waited for a goroutine of the
-	// executor after the worker handed it over: held by slow tasks of this
-	// timer, or of others sharing the executor.
+	// executor after the worker handed it over.
 	MaxHandOffWait time.Duration
 }
 
-// String formats the snapshot as key=value pairs, for logs, named as
-// StatsFields names them, MaxTickLag as a Duration.
+// String formats the snapshot as key=value pairs named as in StatsFields.
 func (s Stats) String() string {
 	var b strings.Builder
 	for i, f := range StatsFields() {
@@ -120,8 +88,8 @@ func (s Stats) String() string {
 	return b.String()
 }
 
-// Stats returns a snapshot of the timer's counters. It takes no lock and
-// costs under a microsecond, so it can be polled often.
+// Stats returns a snapshot of the timer's counters. It takes no lock, so
+// it can be polled often.
 func (h *HashedWheelTimer) Stats() Stats {
 	c := &h.counters
 	snap := h.snapshot()
@@ -160,23 +128,18 @@ type pendingSnapshot struct {
 	expired, cancelled, returned uint64
 }
 
-// snapshotAttempts bounds the readings snapshot makes while the worker
-// keeps counting; the last one is then made to balance.
 const snapshotAttempts = 100
 
 // snapshot reads the processed counts, the accepted count and the
 // processed counts again, until nothing was processed in between: the
-// pending count is then exact for an instant within the reading. Every
-// pending timeout holds a place under the limit until after it is counted
-// processed, so the count never exceeds the limit. Should the worker keep
-// counting through every attempt, the last reading is clamped to the
-// limit and balanced.
+// pending count is then exact at an instant. A pending timeout holds its
+// place under the limit until it is counted processed, so the count never
+// exceeds the limit. After snapshotAttempts, the last reading is clamped
+// and balanced.
 func (h *HashedWheelTimer) snapshot() pendingSnapshot {
 	c := &h.counters
 	var s pendingSnapshot
-	// Before the start nothing is pending, and a zero HashedWheelTimer's
-	// fields are being set by its first NewTimeout: read none of them. Once
-	// the state says started or stopped, they are all set.
+	// Before the start, a zero HashedWheelTimer's fields may be being set.
 	if h.state.Load() == timerInit {
 		return s
 	}
@@ -200,8 +163,7 @@ func (h *HashedWheelTimer) snapshot() pendingSnapshot {
 	return s
 }
 
-// counters are the timer's statistics. The worker writes most of them;
-// producers write the rejections, Cancel and Reset their own counts.
+// counters are the timer's statistics, written mostly by the worker.
 type counters struct {
 	expired          atomic.Uint64
 	returnedByStop   atomic.Uint64
@@ -223,15 +185,14 @@ type counters struct {
 	resetsDuringRun  atomic.Uint64  // Resets that found a periodic run in progress
 }
 
-// counterStripes is the number of stripes of a stripedCounter.
 const (
 	counterStripesLog2 = 6
 	counterStripes     = 1 << counterStripesLog2
 )
 
-// stripedCounter is a counter that goroutines on many cores add to at once:
-// each adds to a stripe chosen by the address of its own stack, so that two
-// goroutines seldom write the same cache line.
+// stripedCounter is a counter that goroutines on many cores add to at once,
+// each to a stripe chosen by its stack's address, so that two seldom write
+// the same cache line.
 type stripedCounter struct {
 	stripes [counterStripes]struct {
 		n atomic.Uint64
@@ -239,19 +200,14 @@ type stripedCounter struct {
 	}
 }
 
-// cacheLine is the size of a cache line on the processors Go runs on most.
 const cacheLine = 64
 
-// add counts n.
 func (c *stripedCounter) add(n uint64) {
-	// The stripe is a hash of where the caller's stack is: goroutines'
-	// stacks lie apart, and a goroutine's stays put unless it grows, so
-	// the stripe is stable enough and costs no lookup.
+	// A goroutine's stack stays put unless it grows: a stable stripe, no lookup.
 	var here byte
 	c.stripes[(uintptr(unsafe.Pointer(&here))>>10*0x9e3779b97f4a7c15)>>(64-counterStripesLog2)].n.Add(n)
 }
 
-// load returns the count.
 func (c *stripedCounter) load() uint64 {
 	var n uint64
 	for i := range c.stripes {
@@ -260,10 +216,9 @@ func (c *stripedCounter) load() uint64 {
 	return n
 }
 
-// countCancelled counts n cancellations and releases their places under
-// the pending limit, in that order, so that a snapshot never finds more
-// pending timeouts than the limit. A Cancel that succeeds counts its own:
-// its place is free when it returns.
+// countCancelled counts n cancellations, then releases their places under
+// the pending limit: in that order, a snapshot never finds more pending
+// timeouts than the limit.
 func (h *HashedWheelTimer) countCancelled(n int) {
 	h.counters.cancelled.add(uint64(n))
 	if h.maxPending > 0 {

@@ -13,13 +13,10 @@ import (
 // A StatsField describes one field of Stats for a metrics exporter, so
 // that every exporter names, documents and converts the fields alike.
 type StatsField struct {
-	// Name is the field's name in snake_case, without its unit:
-	// "scheduled", "max_tick_lag".
-	Name string
-	// Help says what the field counts or measures, in a sentence.
-	Help string
-	// Unit is the field's unit as UCUM writes it, as OpenTelemetry wants:
-	// "s" for seconds, else a count's annotation, such as "{timeout}".
+	Name string // in snake_case, without its unit: "max_tick_lag"
+	Help string // what the field counts or measures, in a sentence
+	// Unit is the field's UCUM unit, as OpenTelemetry wants: "s" for
+	// seconds, else a count's annotation, such as "{timeout}".
 	Unit string
 	// Counter is true for a total that only grows, false for a gauge.
 	Counter bool
@@ -30,61 +27,49 @@ type StatsField struct {
 // StatsFields returns a description of every field of Stats, in the
 // order of the fields.
 func StatsFields() []StatsField {
-	return []StatsField{
-		{"pending", "Timeouts scheduled that have neither expired, been cancelled nor been returned by Stop; a periodic timeout counts once.", "{timeout}", false,
-			func(s Stats) float64 { return float64(s.Pending) }},
-		{"scheduled", "Timeouts accepted: by NewTimeout, AfterFunc, Every, ScheduleFunc, and for the contexts a timeout of the wheel keeps.", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.Scheduled) }},
-		{"expired", "Timeouts claimed for running.", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.Expired) }},
-		{"cancelled", "Cancels that succeeded, and contexts and channel timers whose deadline Stop moved to the clock's timers.", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.Cancelled) }},
-		{"returned_by_stop", "Timeouts Stop cancelled and returned.", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.ReturnedByStop) }},
-		{"resets", "Resets that returned true.", "{reset}", true,
-			func(s Stats) float64 { return float64(s.Resets) }},
-		{"resets_during_run", "Resets that found a run of their periodic timeout in progress, which completes.", "{reset}", true,
-			func(s Stats) float64 { return float64(s.ResetsDuringRun) }},
-		{"periodic_runs", "Runs of periodic timeouts started.", "{run}", true,
-			func(s Stats) float64 { return float64(s.PeriodicRuns) }},
-		{"periodic_skipped", "Runs of periodic timeouts skipped: due while another waited to start, revoked by a Reset, or missed by a late worker.", "{run}", true,
-			func(s Stats) float64 { return float64(s.PeriodicSkipped) }},
-		{"schedule_errors", "Schedules of ScheduleFunc ended because Next returned a time not after its argument, or panicked.", "{schedule}", true,
-			func(s Stats) float64 { return float64(s.ScheduleErrors) }},
-		{"rejected_full", "Timeouts refused at the pending limit (ErrTooManyPendingTimeouts, or a context's fallback).", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.RejectedFull) }},
-		{"rejected_stopped", "Timeouts refused because the timer was stopped (ErrStopped, or a context's fallback).", "{timeout}", true,
-			func(s Stats) float64 { return float64(s.RejectedStopped) }},
-		{"executor_failures", "Times the executor refused expired tasks or panicked taking them; they then ran on a goroutine of their own.", "{failure}", true,
-			func(s Stats) float64 { return float64(s.ExecutorFailures) }},
-		{"context_fallbacks", "Contexts whose deadline a runtime timer keeps instead of the wheel: made while stopped or full, or live at Stop.", "{context}", true,
-			func(s Stats) float64 { return float64(s.ContextFallbacks) }},
-		{"chan_fallbacks", "Channel timer armings the clock's own timers keep instead of the wheel: made while stopped or full, or live at Stop.", "{timer}", true,
-			func(s Stats) float64 { return float64(s.ChanFallbacks) }},
-		{"task_panics", "Tasks that panicked.", "{panic}", true,
-			func(s Stats) float64 { return float64(s.TaskPanics) }},
-		{"hook_panics", "Cancelled hooks that panicked.", "{panic}", true,
-			func(s Stats) float64 { return float64(s.HookPanics) }},
-		{"goexits", "Tasks and Cancelled hooks that called runtime.Goexit.", "{call}", true,
-			func(s Stats) float64 { return float64(s.Goexits) }},
-		{"ticks", "Ticks the worker has processed.", "{tick}", true,
-			func(s Stats) float64 { return float64(s.Ticks) }},
-		{"max_tick_lag", "Longest the worker has been late for a tick, in seconds.", "s", false,
-			func(s Stats) float64 { return s.MaxTickLag.Seconds() }},
-		{"lateness_p50", "Median of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false,
-			func(s Stats) float64 { return s.LatenessP50.Seconds() }},
-		{"lateness_p99", "99th percentile of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false,
-			func(s Stats) float64 { return s.LatenessP99.Seconds() }},
-		{"max_lateness", "Longest a task started after its deadline, in seconds.", "s", false,
-			func(s Stats) float64 { return s.MaxLateness.Seconds() }},
-		{"max_hand_off_wait", "Longest a task waited for a goroutine after the worker handed it over, in seconds.", "s", false,
-			func(s Stats) float64 { return s.MaxHandOffWait.Seconds() }},
+	fields := []StatsField{
+		{"pending", "Timeouts scheduled that have neither expired, been cancelled nor been returned by Stop; a periodic timeout counts once.", "{timeout}", false, nil},
+		{"scheduled", "Timeouts accepted: by NewTimeout, AfterFunc, Every, ScheduleFunc, and for the contexts a timeout of the wheel keeps.", "{timeout}", true, nil},
+		{"expired", "Timeouts claimed for running.", "{timeout}", true, nil},
+		{"cancelled", "Cancels that succeeded, and contexts and channel timers whose deadline Stop moved to the clock's timers.", "{timeout}", true, nil},
+		{"returned_by_stop", "Timeouts Stop cancelled and returned.", "{timeout}", true, nil},
+		{"resets", "Resets that returned true.", "{reset}", true, nil},
+		{"resets_during_run", "Resets that found a run of their periodic timeout in progress, which completes.", "{reset}", true, nil},
+		{"periodic_runs", "Runs of periodic timeouts started.", "{run}", true, nil},
+		{"periodic_skipped", "Runs of periodic timeouts skipped: due while another waited to start, revoked by a Reset, or missed by a late worker.", "{run}", true, nil},
+		{"schedule_errors", "Schedules of ScheduleFunc ended because Next returned a time not after its argument, or panicked.", "{schedule}", true, nil},
+		{"rejected_full", "Timeouts refused at the pending limit (ErrTooManyPendingTimeouts, or a context's fallback).", "{timeout}", true, nil},
+		{"rejected_stopped", "Timeouts refused because the timer was stopped (ErrStopped, or a context's fallback).", "{timeout}", true, nil},
+		{"executor_failures", "Times the executor refused expired tasks or panicked taking them; they then ran on a goroutine of their own.", "{failure}", true, nil},
+		{"context_fallbacks", "Contexts whose deadline a runtime timer keeps instead of the wheel: made while stopped or full, or live at Stop.", "{context}", true, nil},
+		{"chan_fallbacks", "Channel timer armings the clock's own timers keep instead of the wheel: made while stopped or full, or live at Stop.", "{timer}", true, nil},
+		{"task_panics", "Tasks that panicked.", "{panic}", true, nil},
+		{"hook_panics", "Cancelled hooks that panicked.", "{panic}", true, nil},
+		{"goexits", "Tasks and Cancelled hooks that called runtime.Goexit.", "{call}", true, nil},
+		{"ticks", "Ticks the worker has processed.", "{tick}", true, nil},
+		{"max_tick_lag", "Longest the worker has been late for a tick, in seconds.", "s", false, nil},
+		{"lateness_p50", "Median of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false, nil},
+		{"lateness_p99", "99th percentile of how late tasks started after their deadlines, in seconds, to within 19% above.", "s", false, nil},
+		{"max_lateness", "Longest a task started after its deadline, in seconds.", "s", false, nil},
+		{"max_hand_off_wait", "Longest a task waited for a goroutine after the worker handed it over, in seconds.", "s", false, nil},
 	}
+	for i := range fields {
+		fields[i].Value = func(s Stats) float64 {
+			switch x := reflect.ValueOf(s).Field(i); {
+			case x.Type() == reflect.TypeFor[time.Duration]():
+				return time.Duration(x.Int()).Seconds()
+			case x.CanInt():
+				return float64(x.Int())
+			default:
+				return float64(x.Uint())
+			}
+		}
+	}
+	return fields
 }
 
-// LogValue logs the snapshot as a group of its fields, as StatsFields
-// names them, MaxTickLag as max_tick_lag_seconds: a JSON handler would
-// otherwise print a Duration as a bare count of nanoseconds.
+// LogValue logs the snapshot as a group of its fields, named as in its
+// JSON form, durations in seconds.
 func (s Stats) LogValue() slog.Value {
 	fields := StatsFields()
 	attrs := make([]slog.Attr, len(fields))
@@ -99,8 +84,8 @@ func (s Stats) LogValue() slog.Value {
 }
 
 // MarshalJSON encodes the snapshot as an object of its fields, as
-// StatsFields names them, with "_seconds" after a duration's name and its
-// value in seconds: {"pending":3,"scheduled":10,…,"max_tick_lag_seconds":0.0012}.
+// StatsFields names them, a duration in seconds with "_seconds" after its
+// name: {"pending":3,…,"max_tick_lag_seconds":0.0012}.
 func (s Stats) MarshalJSON() ([]byte, error) {
 	v := reflect.ValueOf(s)
 	b := []byte{'{'}
