@@ -7,49 +7,39 @@ import (
 	"time"
 )
 
-// ChanTimer is time.Timer on the wheel: a single event, whose time is
-// sent on C at the first tick end at or after its deadline, never before it.
-// Make one with NewTimer; its methods are safe for concurrent use.
+// ChanTimer is time.Timer on the wheel: its time is sent on C at the first
+// tick end at or after its deadline, never before it. Make one with
+// NewTimer; its methods are safe for concurrent use.
 //
 // It keeps Go 1.23's semantics: once Stop or Reset has returned, no
-// receive from C gets a time from before the call, and Stop reports true
-// while a time has not been received. C has a buffer of one, where
-// time.Timer's reports a capacity of 0: len(C) is 1 while a fired time
-// waits for its receiver.
+// receive from C gets a time from before the call. C has a buffer of one
+// (len(C) is 1 while a fired time waits), where time.Timer's reports 0.
 //
-// A ChanTimer that is neither stopped nor fired holds one pending timeout
-// of the timer, and with it the ChanTimer and C, until its deadline, even
-// if nothing refers to it any more, as time.AfterFunc's timer does: about
-// 250 bytes each, the B/op of BenchmarkNewTimerStop. Stop one that is no
-// longer needed, as before Go 1.23.
-//
-// A ChanTimer armed when the timer stops keeps its deadline on a timer of
-// the clock's own and still sends at it, as a context of WithDeadline
-// still ends at its deadline; its Stop and Reset keep working.
+// An armed ChanTimer holds a pending timeout, and with it itself, until its
+// deadline, even if unreferenced (about 250 bytes): Stop one no longer
+// needed, as before Go 1.23. One armed when the timer stops sends at its
+// deadline on a timer of the clock's own; Stop and Reset keep working.
 type ChanTimer struct {
 	C <-chan time.Time
 	s chanSender
 }
 
-// chanSender sends the time on a channel of one slot for the runs of one
-// arming at a time: a timeout of the wheel, cur, or, when the wheel cannot
-// keep it (the timer is stopped, or at its limit), a timer of the clock's
-// own, off. Stop and Reset change the arming and empty the slot under mu,
-// and a run sends only while its arming is current, under mu too, so that
-// no run of an earlier arming, even one already started, sends after Stop
-// or Reset returns.
+// chanSender sends the time on a channel of one slot for one arming at a
+// time: a timeout of the wheel, cur, or a timer of the clock's own, off,
+// when the wheel refuses. Stop and Reset change the arming and empty the
+// slot under mu, and a run sends only while its arming is current, under
+// mu too: no run of an earlier arming sends after Stop or Reset returns.
 type chanSender struct {
 	h    *HashedWheelTimer
 	c    chan time.Time
 	mu   sync.Mutex
-	cur  *timeout     // the wheel's arming whose runs may send; nil if none
-	off  *clockArming // the clock's arming that may send; nil if none
-	sent bool         // the current arming has put a time in the slot
+	cur  *timeout
+	off  *clockArming
+	sent bool // the current arming has put a time in the slot
 }
 
-// clockArming is an arming of a chanSender on a timer of the clock's own:
-// it sends at next, a reading of the timer's clock, and, for a ticker,
-// every period after.
+// clockArming is an arming on a timer of the clock's own, due at next (on
+// the timer's clock), repeating every period for a ticker.
 type clockArming struct {
 	s      *chanSender
 	next   int64
@@ -57,9 +47,8 @@ type clockArming struct {
 	stop   func() bool
 }
 
-// Run sends the timer's time on the channel if run is the current
-// arming and the slot is free; a ticker's tick that finds the slot full
-// is dropped, as time.Ticker drops it.
+// Run sends the time if run is the current arming and the slot is free; a
+// tick that finds it full is dropped, as time.Ticker drops it.
 func (s *chanSender) Run(run Timeout) {
 	t, _ := run.(*timeout)
 	s.mu.Lock()
@@ -69,7 +58,7 @@ func (s *chanSender) Run(run Timeout) {
 	}
 }
 
-// send puts the time in the slot, if it is free. The caller holds mu.
+// send puts the time in the slot, if free. The caller holds mu.
 func (s *chanSender) send() {
 	select {
 	case s.c <- s.h.clock.Now():
@@ -78,8 +67,7 @@ func (s *chanSender) send() {
 	}
 }
 
-// fire is a run of a clock arming: it sends if a is current, and arms the
-// next tick of a ticker.
+// fire sends if a is current, and arms a ticker's next tick.
 func (a *clockArming) fire() {
 	s := a.s
 	s.mu.Lock()
@@ -94,14 +82,11 @@ func (a *clockArming) fire() {
 	}
 }
 
-// disarm cancels the current arming and empties the slot. It reports
-// whether a time was still to come or unreceived: the arming had neither
-// been cancelled nor had its time received. The caller holds mu.
+// disarm cancels the current arming and empties the slot, reporting
+// whether a time was still to come or unreceived. The caller holds mu.
 func (s *chanSender) disarm() (active bool) {
 	if cur := s.cur; cur != nil {
-		// A failed Cancel: the run is claimed or done. Until it has sent,
-		// the time is still to come, as with a time.Timer in the act of
-		// sending; once sent, the slot tells.
+		// A run claimed but not yet sent still counts as to come.
 		active = cur.Cancel() || (!s.sent && !cur.IsCancelled())
 		s.cur = nil
 	}
@@ -118,11 +103,9 @@ func (s *chanSender) disarm() (active bool) {
 	return active
 }
 
-// arm makes the current arming a new timeout of the timer, due after
-// delay, repeating every period nanoseconds if period is positive; if the
-// timer is stopped or at its limit and fallback is set, a timer of the
-// clock's own. The caller holds mu, which the timeout's runs wait for,
-// and the sender is disarmed.
+// arm arms the disarmed sender on a new timeout due after delay,
+// repeating every period ns if positive; with fallback, on the clock's own
+// timer if the timer is stopped or full. The caller holds mu.
 func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error {
 	t, err := s.h.schedule(s, delay, period)
 	switch {
@@ -136,9 +119,7 @@ func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error
 	return nil
 }
 
-// armClock arms the sender on a timer of the clock's own, due after
-// delay, repeating every period nanoseconds if period is positive. The
-// caller holds mu, and the sender is disarmed.
+// armClock is arm on a timer of the clock's own.
 func (s *chanSender) armClock(delay time.Duration, period int64) {
 	a := &clockArming{s: s, next: s.h.now() + int64(max(delay, 0)), period: period}
 	s.off = a
@@ -146,8 +127,7 @@ func (s *chanSender) armClock(delay time.Duration, period int64) {
 	s.h.counters.chanFallbacks.Add(1)
 }
 
-// outliveStop moves the sender's arming t, live at Stop, to a timer of the
-// clock's own, due when t was, so that the channel timer still sends.
+// outliveStop moves the arming t, live at Stop, to the clock's own timer.
 func (s *chanSender) outliveStop(t *timeout) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -158,17 +138,14 @@ func (s *chanSender) outliveStop(t *timeout) {
 	s.armClock(t.remaining(), t.period)
 }
 
-// errNotMade is the error of Reset on a ChanTimer or Ticker that its
-// constructor did not make, which no timer drives.
+// errNotMade is the error of Reset on a ChanTimer or Ticker literal.
 func errNotMade(what string) error {
 	return fmt.Errorf("%w: a %s not made by the timer's constructor has no timer", ErrStopped, what)
 }
 
-// NewTimer returns a ChanTimer that sends the time on its channel C after
-// at least delay, like time.NewTimer: at the first tick end at or after
-// the deadline, never before it. A zero or negative delay sends on the next
-// tick. It starts the timer if needed and fails as NewTimeout does, with
-// ErrStopped after Stop and ErrTooManyPendingTimeouts at the limit.
+// NewTimer returns a ChanTimer that sends the time on C after at least
+// delay, like time.NewTimer; a zero or negative delay sends on the next
+// tick. It starts the timer if needed and fails as NewTimeout does.
 func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 	c := make(chan time.Time, 1)
 	t := &ChanTimer{C: c, s: chanSender{h: h, c: c}}
@@ -180,17 +157,11 @@ func (h *HashedWheelTimer) NewTimer(delay time.Duration) (*ChanTimer, error) {
 	return t, nil
 }
 
-// After waits for delay to elapse and then sends the time on the returned
-// channel, like time.After: it is NewTimer(delay).C. The timer holds the
-// channel until then, even if nothing receives from it (see ChanTimer):
-// in a loop whose other cases win, use NewTimer and Stop, or Reset one
-// ChanTimer.
-//
-// While the timer is stopped, or at its WithMaxPendingTimeouts limit, or
-// used in a testing/synctest bubble it was not started in, After cannot
-// put the channel on the wheel: a timer of the clock's own sends on it
-// instead, after delay (the runtime's, or a clock.Fake's), and Stats
-// counts it in ChanFallbacks. A refusal is never an expiry.
+// After is NewTimer(delay).C, like time.After. The timer holds the channel
+// until then, even if nothing receives: in a loop whose other cases win,
+// use NewTimer and Stop. While the timer is stopped, full, or used in a
+// testing/synctest bubble it was not started in, a timer of the clock's
+// own sends after delay instead, counted in Stats.ChanFallbacks.
 func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
 	t, err := h.NewTimer(delay)
 	if err == nil {
@@ -200,30 +171,23 @@ func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
 }
 
 // Stop prevents the ChanTimer from sending, like time.Timer.Stop: once it
-// returns, no receive from C gets a time, until a Reset. It returns true
-// if the call stopped the timer, its time not yet received, and false if
-// the time was received or the timer was already stopped, by Stop or by
-// the timer's Stop. It never blocks for longer than a concurrent send.
+// returns, no receive from C gets a time, until a Reset. It reports
+// whether it stopped a time not yet received. It blocks at most for a
+// concurrent send.
 func (t *ChanTimer) Stop() bool {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
 	return t.s.disarm()
 }
 
-// Reset makes the ChanTimer send the time on C after at least delay, as
-// time.Timer.Reset does: once it returns, no receive from C gets a time
-// from before the call. It reports whether the timer was active, as Stop
-// does, whether or not it fired or was stopped before: a fired or stopped
-// ChanTimer is armed anew. A Reset of a timer not yet fired allocates
-// nothing.
-//
-// While the timer is stopped, or at its WithMaxPendingTimeouts limit, the
-// new arming runs on a timer of the clock's own (the runtime's, or a
-// clock.Fake's), counted in Stats.ChanFallbacks: a ChanTimer, once made,
-// never needs a place its owner's Stop or Cancel did not free, and keeps
-// working after the timer's Stop. Reset fails only inside a
-// testing/synctest bubble the timer was not started in
-// (ErrSynctestBubble), and on a ChanTimer that NewTimer did not make.
+// Reset makes the ChanTimer send the time on C after at least delay, like
+// time.Timer.Reset: once it returns, no receive from C gets a time from
+// before the call. It reports whether the timer was active, as Stop does.
+// A Reset before firing allocates nothing. While the timer is stopped or
+// full, the arming runs on a timer of the clock's own, counted in
+// Stats.ChanFallbacks. Reset fails only inside a testing/synctest bubble
+// the timer was not started in (ErrSynctestBubble), and on a ChanTimer
+// that NewTimer did not make.
 func (t *ChanTimer) Reset(delay time.Duration) (active bool, err error) {
 	s := &t.s
 	s.mu.Lock()
@@ -232,41 +196,32 @@ func (t *ChanTimer) Reset(delay time.Duration) (active bool, err error) {
 		return false, errNotMade("ChanTimer")
 	}
 	if cur := s.cur; cur != nil && !s.sent && cur.Reset(delay) {
-		return true, nil // not fired: moved, and its one run is still to come
+		return true, nil // not fired: moved
 	}
 	active = s.disarm()
 	return active, s.arm(delay, 0, true)
 }
 
-// Ticker is time.Ticker on the wheel: it sends the time on C every
-// period, at fixed rate from its start or last Reset, each tick at the
-// first tick end at or after it is due, never before. Make one with NewTicker;
+// Ticker is time.Ticker on the wheel: it sends the time on C every period,
+// at a fixed rate from its start or last Reset, each tick at the first
+// tick end at or after it is due, never before. Make one with NewTicker;
 // its methods are safe for concurrent use.
 //
-// C holds one tick, as time.Ticker's does: a tick that comes while one
-// waits for a slow receiver is dropped. It keeps Go 1.23's semantics: once
-// Stop or Reset has returned, no receive from C gets a tick from before
-// the call.
-//
-// A Ticker holds one pending timeout of the timer until Stop, even if
-// nothing refers to it any more, where Go 1.23 collects an unreferenced
-// time.Ticker: about 250 bytes, and a run on every period. Stop every
-// Ticker, as before Go 1.23.
-//
-// A Ticker running when the timer stops goes on ticking, at its rate, on
-// a timer of the clock's own, as a time.Ticker does, until its Stop; its
-// Reset keeps working.
+// C holds one tick; a tick that comes while one waits is dropped. Once Stop
+// or Reset has returned, no receive from C gets a tick from before the
+// call. A Ticker holds a pending timeout until Stop, even if unreferenced:
+// Stop every Ticker, as before Go 1.23. One running when the timer stops
+// goes on ticking on a timer of the clock's own.
 type Ticker struct {
 	C <-chan time.Time
 	s chanSender
 }
 
 // NewTicker returns a Ticker whose channel C receives the time every
-// period, the first tick one period after the call, like time.NewTicker.
-// It starts the timer if needed. It fails with ErrInvalidPeriod for a
-// period of zero or less, where time.NewTicker panics, or shorter than the
-// timer's tick, which the wheel could not keep, and as NewTimeout does
-// otherwise; a failed call schedules nothing.
+// period, the first one period after the call, like time.NewTicker. It
+// starts the timer if needed. It fails with ErrInvalidPeriod for a period
+// of zero or less, or shorter than the timer's tick, and as NewTimeout
+// does otherwise; a failed call schedules nothing.
 func (h *HashedWheelTimer) NewTicker(period time.Duration) (*Ticker, error) {
 	c := make(chan time.Time, 1)
 	t := &Ticker{C: c, s: chanSender{h: h, c: c}}
@@ -279,8 +234,7 @@ func (h *HashedWheelTimer) NewTicker(period time.Duration) (*Ticker, error) {
 }
 
 // Stop turns off the Ticker, like time.Ticker.Stop: once it returns, no
-// receive from C gets a tick, until a Reset. It does not close C. It never
-// blocks for longer than a concurrent send.
+// receive from C gets a tick, until a Reset. It does not close C.
 func (t *Ticker) Stop() {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
@@ -290,12 +244,10 @@ func (t *Ticker) Stop() {
 // Reset stops the Ticker and makes period its period, the next tick one
 // period after the call, like time.Ticker.Reset: once it returns, no
 // receive from C gets a tick from before the call. It fails, leaving the
-// Ticker stopped, with ErrInvalidPeriod as NewTicker does, where
-// time.Ticker.Reset panics, and with ErrSynctestBubble inside a
-// testing/synctest bubble the timer was not started in. While the timer
-// is stopped or at its limit, the Ticker ticks on a timer of the clock's
-// own, as ChanTimer.Reset arms. Each Reset makes a new timeout, in the
-// place its own Stop freed.
+// Ticker stopped, with ErrInvalidPeriod as NewTicker does, and with
+// ErrSynctestBubble inside a testing/synctest bubble the timer was not
+// started in. While the timer is stopped or full, the Ticker ticks on a
+// timer of the clock's own.
 func (t *Ticker) Reset(period time.Duration) error {
 	s := &t.s
 	s.mu.Lock()
@@ -307,9 +259,8 @@ func (t *Ticker) Reset(period time.Duration) error {
 	return s.armTicker("Reset", period, true)
 }
 
-// armTicker checks period as Every does, naming the call, and arms s with
-// it, on the clock's own timer too if fallback is set and the timer is
-// stopped or at its limit. The caller holds mu, and s is disarmed.
+// armTicker checks period as Every does, naming call, and arms s with it.
+// The caller holds mu.
 func (s *chanSender) armTicker(call string, period time.Duration, fallback bool) error {
 	if err := s.h.startForPeriod(call, period); err != nil && !(fallback && errors.Is(err, ErrStopped)) {
 		return err

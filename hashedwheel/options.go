@@ -13,35 +13,31 @@ import (
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// Defaults. Netty's tick is 100ms, too coarse for the request deadlines Go
-// servers give context.WithTimeout: the default tick is the shortest the
-// timer keeps, and the wheel covers about eight seconds with it.
+// Defaults: the shortest tick, as Netty's 100ms is too coarse for request
+// deadlines, and a wheel of about eight seconds.
 const (
 	DefaultTickDuration  = time.Millisecond
 	DefaultTicksPerWheel = 8192
 	// MinTickDuration is the shortest tick New accepts: the runtime's
-	// timers cannot sleep less (Netty raises shorter ticks to 1ms for the
-	// same reason).
+	// timers cannot sleep less.
 	MinTickDuration = time.Millisecond
-	// MaxTicksPerWheel is the largest wheel New accepts: its buckets take
-	// 48 MiB.
+	// MaxTicksPerWheel is the largest wheel New accepts (48 MiB).
 	MaxTicksPerWheel = 1 << 21
 )
 
 // Option configures a HashedWheelTimer made by New.
 type Option func(*config) error
 
-// config is what the options build; New validates it as a whole.
 type config struct {
 	tickDuration  time.Duration
 	ticksPerWheel int // a power of two
-	ticksAsGiven  int // WithTicksPerWheel's argument, for error messages
+	ticksAsGiven  int // for error messages
 	maxPending    int64
-	executor      pool.Executor // nil: New's own ants pool
+	executor      pool.Executor // nil: the timer's own ants pool
 	logger        *slog.Logger
 	clock         clock.Clock
-	sleeper       clockwork.Sleeper // the clock's, for the worker
-	shards        int               // 0: by GOMAXPROCS
+	sleeper       clockwork.Sleeper
+	shards        int // 0: by GOMAXPROCS
 }
 
 func defaultConfig() config {
@@ -53,11 +49,9 @@ func defaultConfig() config {
 	}
 }
 
-// WithTickDuration sets the time between two ticks of the wheel, which is
-// the timer's resolution: a timeout fires within about one tick after its
-// deadline. Default DefaultTickDuration, 1ms. It must be at least
-// MinTickDuration, 1ms: the timer could not keep a shorter one. A longer
-// tick costs the worker less while timeouts keep coming and going.
+// WithTickDuration sets the time between two ticks, the timer's
+// resolution: a timeout fires within about a tick after its deadline. It
+// must be at least MinTickDuration; a longer tick costs the worker less.
 func WithTickDuration(d time.Duration) Option {
 	return func(c *config) error {
 		if d < MinTickDuration {
@@ -68,12 +62,9 @@ func WithTickDuration(d time.Duration) Option {
 	}
 }
 
-// WithTicksPerWheel sets the number of buckets in the wheel, rounded up to a
-// power of two. Default DefaultTicksPerWheel, 8192. It must be in [1,
-// MaxTicksPerWheel]; each bucket takes 24 bytes. A
-// timeout whose delay exceeds ticksPerWheel·tickDuration is visited once per
-// turn of the wheel until it is due, so size the wheel to cover the usual
-// delay.
+// WithTicksPerWheel sets the number of buckets, 24 bytes each, rounded up
+// to a power of two, in [1, MaxTicksPerWheel]. A timeout beyond one turn
+// of the wheel is visited once a turn: cover the usual delay.
 func WithTicksPerWheel(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxTicksPerWheel {
@@ -85,10 +76,9 @@ func WithTicksPerWheel(n int) Option {
 	}
 }
 
-// WithMaxPendingTimeouts limits the number of pending timeouts: once it is
-// reached, NewTimeout fails with ErrTooManyPendingTimeouts until a pending
-// timeout expires or a Cancel of one returns true. Zero or a
-// negative value, the default, means no limit.
+// WithMaxPendingTimeouts limits the pending timeouts: at the limit,
+// NewTimeout fails with ErrTooManyPendingTimeouts until one expires or is
+// cancelled. Zero or less, the default, means no limit.
 func WithMaxPendingTimeouts(n int64) Option {
 	return func(c *config) error {
 		c.maxPending = max(n, 0)
@@ -99,18 +89,13 @@ func WithMaxPendingTimeouts(n int64) Option {
 // WithExecutor sets the executor that runs expired tasks. The caller owns
 // it: Stop waits for the timer's tasks but does not release it.
 //
-// Tasks that come due together are handed to the executor together, each
-// goroutine taking the next task as it finishes the last, so that a slow
-// task holds up no other while the executor has room. The timer hands it
-// at most its size of tasks at once, across all the ticks whose tasks
-// wait: what its method Cap() int returns, if it has one, else 1024. The
-// rest wait in the timer, in the order they came due, and start as the
-// executor's goroutines free up. pool.Inline instead runs tasks on the
-// timer's worker goroutine, as Netty does by default: one at a time, those
-// due in the same tick in deadline order, and a slow task delays every
-// later one and the wheel. Without this option the timer runs tasks on a
-// goroutine pool of its own of 1024 goroutines, as pool.NewAnts(0) makes,
-// in parallel and in no particular order, and Stop releases it.
+// Tasks due together are handed over together, a slow one holding up no
+// other while the executor has room: at most Cap() of them at once (1024
+// without a Cap method), the rest waiting in the timer in due order.
+// pool.Inline runs tasks one at a time on the worker, as Netty does, a
+// tick's in deadline order, a slow one delaying the wheel. By default the
+// timer runs tasks in parallel, in no order, on a pool of its own of 1024
+// goroutines, which Stop releases.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if isNil(e) {
@@ -121,10 +106,8 @@ func WithExecutor(e pool.Executor) Option {
 	}
 }
 
-// WithLogger sets the logger for errors and warnings: a panicking task, a
-// failing executor, a schedule that ended on a fault. Default
-// slog.Default(). The line of a task or hook that panicked or called
-// runtime.Goexit names the task in its attribute task.
+// WithLogger sets the logger for errors and warnings, such as a panicking
+// task, named in the attribute task. Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) error {
 		if l == nil {
@@ -136,13 +119,9 @@ func WithLogger(l *slog.Logger) Option {
 }
 
 // WithClock sets the timer's time source. Default clock.NewReal(). A test
-// gives a *clock.Fake, made anywhere, even at package level, and moves it
-// with Advance: when Advance returns, every task due by then has run. The
-// contexts a stopped or full timer falls back to (see WithDeadline) follow
-// a clock.Fake too, through its AfterFunc; on a real clock they use the
-// runtime's timers. A custom clock embeds *clock.Real or *clock.Fake. A
-// clock that cannot keep time, the zero clock.Fake, is refused, with an
-// error that names clock.NewFake.
+// gives a *clock.Fake and moves it with Advance, which returns once every
+// task due by then has run; the fallbacks follow it too. A custom clock
+// embeds *clock.Real or *clock.Fake; the zero clock.Fake is refused.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
 		if isNil(c) {
@@ -157,8 +136,8 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// isNil reports whether v is nil, or an interface holding a nil pointer,
-// map, channel, function or slice, which would panic on first use.
+// isNil reports whether v is nil or holds a nil pointer, map, channel,
+// function or slice.
 func isNil(v any) bool {
 	if v == nil {
 		return true
@@ -170,8 +149,8 @@ func isNil(v any) bool {
 	return false
 }
 
-// validate checks what single options cannot: the tick against the wheel
-// size, so that tick arithmetic never overflows.
+// validate checks the tick against the wheel size, so that tick
+// arithmetic never overflows.
 func (c *config) validate() error {
 	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
 		wheel := c.ticksAsGiven
