@@ -36,7 +36,10 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if parent.Err() != nil {
 		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
 	}
-	c := &wheelContext{cause: cause}
+	c := &wheelContext{}
+	if cause != nil {
+		c.cause = boxed(cause)
+	}
 	if err := h.arm(c, parent, d); err != nil {
 		return h.fallback(parent, h.wallNow().Add(d), d, cause, err)
 	}
@@ -76,7 +79,9 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
 	dc := &deadlineContext{deadline: deadline}
-	dc.cause = cause
+	if cause != nil {
+		dc.cause = boxed(cause)
+	}
 	delay := deadline.Sub(h.wallNow())
 	if delay <= 0 || parent.Err() != nil {
 		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
@@ -116,7 +121,9 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
 	dc := &deadlineContext{deadline: deadline}
-	dc.cause = cause
+	if cause != nil {
+		dc.cause = boxed(cause)
+	}
 	cancel := h.unarmed(&dc.wheelContext, parent, false)
 	stop := h.clock.AfterFunc(delay, dc.expire)
 	return dc, func() {
@@ -188,7 +195,7 @@ var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 type wheelContext struct {
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
-	cause       error                         // the cause once the deadline passes; nil: DeadlineExceeded
+	cause       *error                        // the cause once the deadline passes; nil: DeadlineExceeded
 	extras      atomic.Pointer[contextExtras] // made on first need: derived contexts, or Stop
 	deadline    atomic.Pointer[time.Time]     // Deadline's, once fixed
 	timeout     timeout
@@ -204,6 +211,10 @@ func (c *wheelContext) Deadline() (time.Time, bool) {
 	}
 	return *c.deadline.Load(), true
 }
+
+// boxed returns a pointer to err: a context keeps a cause in a word, so
+// that it fits the 112-byte size class.
+func boxed(err error) *error { return &err }
 
 // deadlineContext is the context of WithDeadline and of the fallbacks,
 // which report the very deadline given.
@@ -255,9 +266,9 @@ func (c *wheelContext) Value(key any) any {
 	}
 	cause := context.Cause(c.inner)
 	if cause == errDeadlinePassed {
-		cause = c.cause
-		if cause == nil {
-			cause = context.DeadlineExceeded
+		cause = context.DeadlineExceeded
+		if c.cause != nil {
+			cause = *c.cause
 		}
 	}
 	if cause == err {
