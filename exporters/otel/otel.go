@@ -7,9 +7,13 @@
 // ("s" for a duration, in seconds; "{timeout}" and the like for a count):
 // an Int64ObservableCounter for a total that only grows, an
 // Int64ObservableUpDownCounter for Pending, a count that goes up and down,
-// and a Float64ObservableGauge for MaxTickLag, a largest value. Each
+// and a Float64ObservableGauge for each duration, as MaxTickLag. Each
 // observation has the attribute timer=name, so that several timers report
 // through one meter side by side; a name serves one timer per meter.
+//
+// A timer's Lateness is the histogram hashedwheel.lateness, with the
+// attribute part beside timer. The API has no observable histogram, so a
+// Producer, of the SDK's metric package, reports it: see Producer.
 //
 // Beside go.opentelemetry.io/otel, import it under another name, as
 // wheelotel.
@@ -114,7 +118,7 @@ func register(meter metric.Meter, name string, timer Source) (metric.Registratio
 }
 
 // isNil reports whether timer is nil, or a nil pointer in an interface.
-func isNil(timer Source) bool {
+func isNil(timer any) bool {
 	if timer == nil {
 		return true
 	}

@@ -3,6 +3,7 @@ package otel_test
 import (
 	"context"
 	"log/slog"
+	"reflect"
 	"testing"
 	"time"
 
@@ -27,6 +28,23 @@ func TestMain(m *testing.M) {
 type fixed hashedwheel.Stats
 
 func (f fixed) Stats() hashedwheel.Stats { return hashedwheel.Stats(f) }
+
+// numbered returns Stats whose field i holds i+1, a duration 1.5s.
+func numbered() hashedwheel.Stats {
+	var s hashedwheel.Stats
+	v := reflect.ValueOf(&s).Elem()
+	for i := range v.NumField() {
+		switch f := v.Field(i); {
+		case f.Type() == reflect.TypeFor[time.Duration]():
+			f.SetInt(int64(1500 * time.Millisecond))
+		case f.CanUint():
+			f.SetUint(uint64(i + 1))
+		default:
+			f.SetInt(int64(i + 1))
+		}
+	}
+	return s
+}
 
 // newReader returns a ManualReader and a meter of a provider it reads;
 // the provider is shut down when the test ends.
@@ -106,10 +124,7 @@ func TestRegisterReportsEveryFieldOfEachTimer(t *testing.T) {
 	fake.Advance(20 * time.Millisecond)
 	fake.WaitAsleep()
 
-	other := hashedwheel.Stats{Pending: 1, Scheduled: 2, Expired: 3, Cancelled: 4, ReturnedByStop: 5, Resets: 6,
-		ResetsDuringRun: 7, PeriodicRuns: 8, PeriodicSkipped: 9, ScheduleErrors: 10, RejectedFull: 11, RejectedStopped: 12,
-		ExecutorFailures: 13, ContextFallbacks: 14, TaskPanics: 15, HookPanics: 16, Goexits: 17, Ticks: 18,
-		MaxTickLag: 1500 * time.Millisecond}
+	other := numbered()
 	orders, err := wheelotel.Register(meter, "orders", timer)
 	require.NoError(t, err)
 	sessions, err := wheelotel.Register(meter, "sessions", fixed(other))
