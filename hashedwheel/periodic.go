@@ -6,40 +6,30 @@ import (
 	"time"
 )
 
-// The runs of a periodic timeout (Every, ScheduleFunc) are marked in its
-// state word, so that the worker's claim, Reset, Cancel and the run itself
-// each decide with one compare-and-swap:
-//
-//	idle ──worker claims a run──▶ claimed ──the run starts──▶ running ──it returns──▶ idle
-//	                                 │                          │    ▲
-//	                  Reset revokes it: idle     a run due meanwhile: running and owed
-//	                                                            (it starts as the other returns)
-//
-// claimedBit alone: a run is claimed and waits to start; runningBit alone:
-// a run is running; both: a run is running and the next one is owed. A run
-// due while one waits to start or is owed is skipped, as time.Ticker drops
-// ticks beyond the one its channel holds. A run starts only while the
-// timeout is not cancelled: a Cancel leaves at most the run in progress.
+// The runs of a periodic timeout are marked in its state word, so that
+// the worker's claim, Reset, Cancel and the run each decide with one
+// compare-and-swap. claimedBit alone: a run waits to start (a Reset
+// revokes it); runningBit alone: a run is running; both: running, and the
+// next run owed, to start as it returns. A run due while one waits or is
+// owed is skipped. A run starts only while the timeout is not cancelled.
 
-// claimRun returns the state word of a periodic timeout, read as w and due,
-// after the worker's claim of its run, with next as its next deadline, and
-// whether to dispatch the run or count it skipped.
+// claimRun returns the word w of a due periodic timeout after the worker's
+// claim, with next as its deadline, and whether to dispatch the run or
+// count it skipped.
 func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
 	word = withDeadline(w, next)
 	switch {
-	case w&claimedBit != 0: // a run waits to start, or is owed
+	case w&claimedBit != 0:
 		return word, false, true
-	case w&runningBit != 0: // owed: it starts as the running one returns
+	case w&runningBit != 0: // owed
 		return word | claimedBit, false, false
 	default:
 		return word | claimedBit, true, false
 	}
 }
 
-// claimEvery returns the state word of a timeout of Every, read as w and
-// due, once the worker claims its run, from being the start of the first
-// tick not ended at now; whether to dispatch the run; and how many runs it
-// skipped.
+// claimEvery is claimRun for a timeout of Every, from being the start of
+// the first tick not ended, with how many runs it skipped.
 func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
 	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
 	word, dispatch, skip := claimRun(w, next)
@@ -49,12 +39,9 @@ func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, 
 	return word, dispatch, skipped
 }
 
-// nextFixedRun returns the deadline of the run of a timeout of the given
-// period that follows its run due at d, from being the start of the first
-// tick not ended at now: the first of d + k·period, k ≥ 1, after from, in
-// a tick yet to end, so that runs keep to their rate, one a tick at most,
-// and a late worker skips the runs of the ticks it missed; and how many it
-// skipped.
+// nextFixedRun returns the first d + k·period, k ≥ 1, after from, so that
+// runs keep their rate and a late worker skips those it missed, and how
+// many it skipped.
 func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	k := max((from-d)/period+1, 1)
 	if k > (math.MaxInt64-d)/period {
@@ -63,68 +50,56 @@ func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	return d + k*period, int(min(k-1, math.MaxInt32))
 }
 
-// everyTask is the task of a timeout of Every: f.
 type everyTask struct{ f func() }
 
 func (e *everyTask) Run(Timeout) { e.f() }
 
-// scheduledTask is the task of a timeout of ScheduleFunc: f, run at the
-// times s gives.
+// scheduledTask is the task of a timeout of ScheduleFunc.
 type scheduledTask struct {
 	s Scheduler
 	f func()
-	// The wall time Next named for the run due at the deadline at, as the
-	// state word holds it: a deadline other than at is a Reset's. Set by
-	// ScheduleFunc before the timeout is published, then by the worker.
+	// named is the wall time Next named for the run due at the deadline
+	// at; another deadline is a Reset's.
 	named time.Time
 	at    int64
-	// The worker's: whether a call of s.Next is in progress, which, found
-	// set, is one that never returned (it called runtime.Goexit).
+	// calling, found set, marks a call of Next that called runtime.Goexit.
 	calling bool
 }
 
 func (s *scheduledTask) Run(Timeout) { s.f() }
 
-// scheduledPeriod is the period of a timeout of ScheduleFunc, whose
-// Scheduler gives its runs.
+// scheduledPeriod is the period of a timeout of ScheduleFunc.
 const scheduledPeriod = -1
 
-// maxCatchUp bounds the runs of a schedule that a late worker skips one
-// Next call at a time; past it, one call finds the first run to come.
+// maxCatchUp bounds the runs a late worker skips one Next call at a time;
+// past it, one call finds the first run to come.
 const maxCatchUp = 1000
 
-// scheduleClaim is what the worker's claim of a schedule's due run
-// decides, for commit once the claim's compare-and-swap holds.
+// scheduleClaim is a claim's decision, committed once its CAS holds.
 type scheduleClaim struct {
 	named time.Time
 	at    int64
 }
 
-// commit records the claim c.
 func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at = c.named, c.at }
 
-// claimScheduled is claimEvery for a timeout of ScheduleFunc, read as w
-// and due by now, the wall clock reading wallNow at now, from being the
-// start of the first tick not ended at now. The run is due once the wall clock has
-// reached the time Next named for it: after a step back of the wall clock
-// it is filed again for that time, no run claimed. Otherwise the claim asks
-// Next, from that time, for the next run's, skipping those the wall clock
-// has passed, and ends the runs if Next returns the zero time, or, counted
-// and logged, a time not after its argument, or panics. It reports what
-// claimEvery does, whether the runs end, the timeout then expired, and
-// the claim to commit.
+// claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
+// clock reading wallNow at now. The run is due once the wall clock reaches
+// its named time; after a step back it is filed again for that time.
+// Otherwise Next gives the next run, skipping those the wall clock passed;
+// ended reports the runs' end, the timeout then expired.
 func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, c scheduleClaim) {
 	s := t.task.(*scheduledTask)
 	d := deadlineOf(w)
 	named := s.named
-	if d != s.at { // a Reset's deadline: the run is for the wall time it stands for
+	if d != s.at { // a Reset's deadline
 		named = wallNow.Add(time.Duration(d - now))
 	}
 	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back
 		word = withDeadline(w, max(deadline(now, wait), from))
 		return word, false, 0, false, scheduleClaim{named: named, at: deadlineOf(word)}
 	}
-	fromWall := wallNow.Add(time.Duration(from - now)) // the wall clock's reading at from
+	fromWall := wallNow.Add(time.Duration(from - now))
 	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
 	next := d
 	if ok {
@@ -142,13 +117,11 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	return word, dispatch, skipped, ended, scheduleClaim{named: nextNamed, at: deadlineOf(word)}
 }
 
-// nextScheduledRun returns the wall time of the run that follows the
-// schedule's run named for named, the first Next gives after fromWall, in
-// a tick yet to end, and how many runs it skipped; ok is false if the runs
-// end.
+// nextScheduledRun returns the first run Next gives after named and after
+// fromWall, and how many it skipped; ok is false if the runs end.
 func (t *timeout) nextScheduledRun(s *scheduledTask, named, fromWall time.Time) (next time.Time, skipped int, ok bool) {
 	next, ok = t.callNext(s, named)
-	for ok && !next.After(fromWall) { // due in a tick that has ended
+	for ok && !next.After(fromWall) {
 		skipped++
 		if skipped == maxCatchUp {
 			next, ok = t.callNext(s, fromWall)
@@ -159,8 +132,7 @@ func (t *timeout) nextScheduledRun(s *scheduledTask, named, fromWall time.Time) 
 	return next, skipped, ok
 }
 
-// callNext returns the time s.Next gives after at, and false if the runs
-// end.
+// callNext returns s.Next(at), and false if the runs end.
 func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok bool) {
 	h := t.timer
 	if s.calling { // an earlier call never returned
@@ -183,9 +155,8 @@ func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok b
 	return next, true
 }
 
-// callScheduler calls s.Next(at), turning a panic into an error. Both
-// times are wall times: it strips their monotonic readings, by which
-// Time.Sub would ignore a step of the wall clock.
+// callScheduler calls s.Next(at), turning a panic into an error. It
+// strips the monotonic readings, so that Time.Sub sees wall-clock steps.
 func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -195,8 +166,7 @@ func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	return s.Next(at.Round(0)).Round(0), nil
 }
 
-// scheduleFailed counts and logs a schedule that ends for a fault of its
-// Scheduler.
+// scheduleFailed counts and logs a schedule ended by its Scheduler's fault.
 func (h *HashedWheelTimer) scheduleFailed(t *timeout, why string) {
 	h.counters.scheduleErrors.Add(1)
 	h.config.logger.Error("hashedwheel: schedule ended: "+why, "timeout", t)
@@ -206,26 +176,20 @@ func (h *HashedWheelTimer) scheduleFailed(t *timeout, why string) {
 // returns the Timeout that controls the runs. It starts the timer if
 // needed.
 //
-// The rate is fixed: the k-th run is due at the call's time + k·period and
-// never starts before it, so the runs do not drift. Runs never overlap,
-// and none is lost to a slow one, as with time.Ticker, whose channel holds
-// one tick: a run that comes due while the previous one is still running
-// starts as soon as that one returns, and a run that comes due while
-// another waits to start is skipped and counted in Stats.PeriodicSkipped,
-// as is every run that a worker late by more than a period missed. Cancel,
-// or Stop, ends the runs: after a successful Cancel no run starts, and the
-// one in progress, if any, completes. Reset moves the next run to now +
-// delay, keeps the period, and revokes a run claimed but not started: no
-// run starts before the new deadline, except one already in progress.
+// The rate is fixed: the k-th run is due at the call's time + k·period,
+// never earlier. Runs never overlap: one due while the previous runs
+// starts as that one returns; one due while another waits to start, or
+// missed by a worker late by a period, is skipped and counted in
+// Stats.PeriodicSkipped. After a successful Cancel, or Stop, no run
+// starts; one in progress completes. Reset moves the next run to now +
+// delay, keeping the period, and revokes a run claimed but not started.
 //
-// The timeout counts as one pending timeout until it is cancelled; it is
-// never IsExpired, and Stop returns it unless it was cancelled. A run
-// costs no allocation. Every fails with ErrInvalidPeriod for a period of
-// zero or less, or shorter than the timer's tick, which could not be kept;
-// with ErrNilTask for a nil f; and as NewTimeout does otherwise. A failed
-// call schedules nothing.
+// The timeout is one pending timeout until cancelled, never IsExpired. A
+// run allocates nothing. Every fails with ErrInvalidPeriod for a period of
+// zero or less, or shorter than the tick; with ErrNilTask for a nil f; and
+// as NewTimeout does otherwise. A failed call schedules nothing.
 func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error) {
-	if f == nil && period > 0 { // a period of zero or less is reported first
+	if f == nil && period > 0 { // an invalid period is reported first
 		return nil, ErrNilTask
 	}
 	if err := h.startForPeriod("Every", period); err != nil {
@@ -239,8 +203,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 }
 
 // startForPeriod refuses a period of zero or less with ErrInvalidPeriod,
-// naming call, then starts the timer if needed and refuses a period
-// shorter than its tick, which the wheel could not keep.
+// naming call, then starts the timer and refuses a period below its tick.
 func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) error {
 	if period <= 0 {
 		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
@@ -259,29 +222,18 @@ func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) err
 // returns the Timeout that controls the runs. It starts the timer if
 // needed.
 //
-// Each run is due at the time Next gave, at the timer's resolution, and
-// never starts before it; the next run is due at Next of that time.
-// Those times are wall-clock times, read on the timer's clock as each run
-// is claimed, where Every and NewTimeout follow the monotonic clock, as
-// package time does: after a step of the wall clock (an NTP step, a
-// resumed virtual machine) a run never starts before the wall time Next
-// named, nor runs twice for one named time. After a step back, a run
-// waits for its wall time; after a step forward, a run whose wall time
-// passed runs once, when the worker next wakes for it, and the later ones
-// already passed are skipped, as robfig/cron's own loop does, and counted
-// up to 1000 (Stats.PeriodicSkipped).
-// The runs keep Every's guarantees: they never overlap, a run due while the
-// previous one runs starts as soon as it returns, a run due while another
-// waits to start, or missed by a late worker, is skipped and counted in
-// Stats.PeriodicSkipped, and Cancel, Reset and Stop act as on Every's
-// timeout. When Next returns the zero time the runs end after the run
-// claimed then, and the timeout becomes IsExpired; when it returns a time
-// not after its argument, or panics, they end too, and the fault is
-// logged and counted in Stats.ScheduleErrors: a schedule never makes the
-// worker loop. Next runs on the worker once the tick's other due timeouts
-// are claimed: a Next that calls runtime.Goexit (as t.FailNow does) ends
-// the runs like a panic, and one that calls Stop stops the timer; neither
-// loses a timeout due with the run.
+// Each run is due at the time Next gave, never earlier; the next at Next
+// of that time. These are wall-clock times, where Every follows the
+// monotonic clock: after a step of the wall clock a run never starts
+// before its wall time, nor runs twice for it. After a step forward, a
+// passed run runs once, and the later ones passed are skipped, as
+// robfig/cron does, counted up to 1000 (Stats.PeriodicSkipped). The runs
+// otherwise keep Every's guarantees. When Next returns the zero time the
+// runs end after the one claimed, and the timeout becomes IsExpired; when
+// it returns a time not after its argument, panics or calls
+// runtime.Goexit, they end too, the fault logged and counted in
+// Stats.ScheduleErrors. Next runs on the worker; one that calls Stop stops
+// the timer, losing no timeout.
 //
 // ScheduleFunc fails with ErrInvalidSchedule for a nil s or one whose
 // first Next is zero or not after now, with ErrNilTask for a nil f, and as
@@ -296,7 +248,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	if err := h.startIfNeeded(); err != nil {
 		return nil, err
 	}
-	now := h.clock.Now().Round(0) // a wall time, as Next's are
+	now := h.clock.Now().Round(0)
 	first, err := callScheduler(s, now)
 	switch {
 	case err != nil:
@@ -311,19 +263,16 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	return t, nil
 }
 
-// claimSchedules claims the runs of the timeouts of ScheduleFunc that the
-// walk found due, once the walk is done and the tasks it claimed are in
-// w.due: their Scheduler's Next is user code, which may call Stop or
-// runtime.Goexit, or panic, and must find the wheel in order. Each stays
-// listed until its claim is done, so that a goroutine that takes over
-// after a Goexit finds it again, and ends its runs (see callNext). It
+// claimSchedules claims the due runs of ScheduleFunc's timeouts after the
+// walk, since Next, user code, may call Stop or runtime.Goexit and must
+// find the wheel in order. Each stays listed until claimed, so that a
+// goroutine taking over after a Goexit ends its runs (see callNext). It
 // reports whether it claimed or skipped any run.
 func (w *worker) claimSchedules() (claimed bool) {
 	h, wh := w.timer, w.wheel
 	for len(wh.schedules) > 0 && !w.stopped {
 		t := wh.schedules[0]
-		// Both clocks read together: the wall clock may have stepped since
-		// the walk, and since the timer started.
+		// Both clocks read together: the wall clock may have stepped.
 		now, wallNow := h.now(), h.clock.Now().Round(0)
 		if w.claimSchedule(t, now, wallNow) {
 			claimed = true
@@ -338,16 +287,15 @@ func (w *worker) claimSchedules() (claimed bool) {
 	return claimed
 }
 
-// claimSchedule claims the run of t, a timeout of ScheduleFunc found due,
-// at now and wallNow, and files it for its next run, unless it was
-// cancelled or moved by a Reset meanwhile; it reports whether it claimed
+// claimSchedule claims the run of t, found due, and files it for its next
+// run, unless cancelled or moved meanwhile; it reports whether it claimed
 // or skipped a run.
 func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 	h, wh := w.timer, w.wheel
 	for {
 		word := t.word.Load()
 		if stateOf(word) != stateScheduled {
-			return false // cancelled: the cancellation pass, or Stop, unlinks it
+			return false // the cancellation pass, or Stop, unlinks it
 		}
 		if deadlineOf(word) > now { // a Reset moved it later
 			wh.refile(t)
@@ -372,15 +320,14 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 	}
 }
 
-// runPeriodic runs the claimed run of a periodic timeout, unless a Reset,
-// Cancel or Stop revoked it, then the run owed meanwhile, if any.
+// runPeriodic runs the claimed run, unless revoked, then any run owed.
 func (t *timeout) runPeriodic() {
 	if !t.startRun() {
 		return
 	}
 	ended := false
 	defer func() {
-		if !ended { // the task called runtime.Goexit: no run is left marked
+		if !ended { // runtime.Goexit: leave no run marked
 			t.word.And(^uint64(claimedBit | runningBit))
 		}
 	}()
@@ -394,8 +341,8 @@ func (t *timeout) runPeriodic() {
 	}
 }
 
-// startRun starts the claimed run, if it is still claimed, no run is
-// running and the timeout is not cancelled.
+// startRun starts the claimed run, if still claimed, none is running and
+// the timeout is not cancelled.
 func (t *timeout) startRun() bool {
 	for {
 		w := t.word.Load()
