@@ -1,6 +1,9 @@
 // Package expvar publishes a timer's Stats as a variable of the standard
 // library's expvar, served at /debug/vars, in Stats's JSON form:
-// snake_case names, the tick lag in seconds.
+// snake_case names, durations in seconds. For a timer, or any
+// LatenessSource, the object also has the median, 99th percentile and
+// longest of the two parts of its Lateness, hand_over and hand_off, as
+// Stats has them for the total.
 //
 // It is a package of its own, not a function of hashedwheel, because
 // importing expvar registers /debug/vars on http.DefaultServeMux and
@@ -14,8 +17,10 @@ import (
 	"expvar"
 	"fmt"
 	"reflect"
+	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 )
@@ -24,6 +29,17 @@ import (
 // anything else with its Stats method.
 type Source interface {
 	Stats() hashedwheel.Stats
+}
+
+// LatenessSource is a Source that also has the Lateness method, as a
+// *hashedwheel.HashedWheelTimer has. Its variable has, beside the fields
+// of Stats, hand_over_p50_seconds, hand_over_p99_seconds,
+// max_hand_over_seconds, hand_off_wait_p50_seconds and
+// hand_off_wait_p99_seconds (Stats has max_hand_off_wait_seconds): the
+// quantiles as Histogram.Quantile gives them, to within 19% above.
+type LatenessSource interface {
+	Source
+	Lateness() hashedwheel.Lateness
 }
 
 // ErrNameTaken is returned by Publish for a name already published, by
@@ -54,7 +70,30 @@ func (v *variable) String() string {
 	if err != nil { // Stats holds only numbers: not reached
 		return "null"
 	}
+	if l, ok := (*src).(LatenessSource); ok {
+		b = appendLateness(b[:len(b)-1], l.Lateness())
+		b = append(b, '}')
+	}
 	return string(b)
+}
+
+// appendLateness appends the fields of LatenessSource, each after a
+// comma, to b.
+func appendLateness(b []byte, l hashedwheel.Lateness) []byte {
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{
+		{"hand_over_p50_seconds", l.HandOver.Quantile(0.5)},
+		{"hand_over_p99_seconds", l.HandOver.Quantile(0.99)},
+		{"max_hand_over_seconds", l.HandOver.Max},
+		{"hand_off_wait_p50_seconds", l.HandOff.Quantile(0.5)},
+		{"hand_off_wait_p99_seconds", l.HandOff.Quantile(0.99)},
+	} {
+		b = append(strconv.AppendQuote(append(b, ','), f.name), ':')
+		b = strconv.AppendFloat(b, f.d.Seconds(), 'g', -1, 64)
+	}
+	return b
 }
 
 // Publish publishes timer's Stats as the expvar variable name, read at

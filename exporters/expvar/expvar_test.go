@@ -71,6 +71,17 @@ func TestPublishServesTheTimersStats(t *testing.T) {
 	require.Equal(t, uint64(4), got.Scheduled)
 	require.Equal(t, uint64(3), got.Expired)
 	require.Equal(t, uint64(1), got.Cancelled)
+	require.Equal(t, 5*time.Millisecond, got.MaxLateness, "due at 5ms, run at the tick's end, 10ms")
+
+	var parts map[string]float64
+	require.NoError(t, json.Unmarshal(raw, &parts))
+	for name, want := range map[string]float64{
+		"hand_over_p50_seconds": 0.005, "hand_over_p99_seconds": 0.005, "max_hand_over_seconds": 0.005,
+		"hand_off_wait_p50_seconds": 0, "hand_off_wait_p99_seconds": 0, // inline: no wait for a goroutine
+	} {
+		require.Contains(t, parts, name, "%s", raw)
+		require.Equal(t, want, parts[name], name)
+	}
 }
 
 // publish publishes timer under name for the test's length.
@@ -112,6 +123,7 @@ func TestUnpublishFreesTheName(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &got))
 	require.Equal(t, 2.0, got["scheduled"], "%s", raw)
 	require.Equal(t, 1.5, got["max_tick_lag_seconds"], "%s", raw)
+	require.NotContains(t, got, "hand_over_p50_seconds", "a Source without Lateness")
 }
 
 // TestPublishRefusesANameTakenByOtherCode: a name published with expvar
