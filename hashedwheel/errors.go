@@ -7,22 +7,17 @@ import (
 
 var (
 	// ErrStopped is returned by Start, NewTimeout, AfterFunc, Every,
-	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped. The
-	// Reset of a ChanTimer or Ticker that no timer made (a literal) wraps
-	// it too. A call that fails with it scheduled nothing: its task never
-	// runs. The timer is stopped from the first call of Stop or
-	// StopContext on; a stopped timer's After, WithTimeout and WithDeadline,
-	// and the Reset of its channel timers, run on the clock's own timers
-	// instead (Stats.ChanFallbacks, Stats.ContextFallbacks), and
-	// keyed.Timers.Set wraps this error.
+	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped, from
+	// the first Stop on. The Reset of a ChanTimer or Ticker literal wraps
+	// it too. A stopped timer's After, WithTimeout, WithDeadline and
+	// channel timers' Resets use the clock's own timers instead.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
 	// ErrTooManyPendingTimeouts is returned by NewTimeout, AfterFunc,
 	// Every, ScheduleFunc, NewTimer and NewTicker when the timer already
 	// holds the number of pending timeouts set by WithMaxPendingTimeouts
-	// (Netty's RejectedExecutionException). After, WithTimeout and
-	// WithDeadline fall back to the clock's own timers instead, and the
-	// Reset of a channel timer takes the place its Stop freed.
+	// (Netty's RejectedExecutionException). After, WithTimeout,
+	// WithDeadline and channel timers' Resets use the clock's own timers.
 	ErrTooManyPendingTimeouts = errors.New("hashedwheel: too many pending timeouts")
 
 	// ErrNilTask is returned by NewTimeout for a nil task, and by
@@ -41,10 +36,9 @@ var (
 	// ErrSynctestBubble is wrapped by the error of Start, NewTimeout,
 	// AfterFunc, Every, ScheduleFunc, NewTimer, NewTicker, ChanTimer.Reset
 	// and Ticker.Reset on a timer used inside a testing/synctest bubble it
-	// was not made in, whatever its clock: its goroutines, outside the
-	// bubble, would run the bubble's tasks, or outlive it. Make the timer
-	// with New inside the bubble and Stop it there. After, WithTimeout and
-	// WithDeadline fall back to the bubble's own timers.
+	// was not made in, whatever its clock. Make the timer with New inside
+	// the bubble and Stop it there. After, WithTimeout and WithDeadline use
+	// the bubble's own timers.
 	ErrSynctestBubble = errors.New("hashedwheel: timer used in a testing/synctest bubble it was not made in")
 
 	// ErrInvalidOption is wrapped by the error New returns for an option
@@ -52,14 +46,12 @@ var (
 	ErrInvalidOption = errors.New("hashedwheel: invalid option")
 )
 
-// invalidOption builds the error for option name given value, wrapping
-// ErrInvalidOption.
+// invalidOption is the error of option name given value.
 func invalidOption(name string, value any, expected string) error {
 	return fmt.Errorf("%w: %s(%v): expected %s", ErrInvalidOption, name, value, expected)
 }
 
-// tooManyPending builds the rejection error, naming the limit like Netty's
-// message does.
+// tooManyPending is the rejection error, naming the limit as Netty does.
 func tooManyPending(limit int64) error {
 	return fmt.Errorf("%w: the limit is %d", ErrTooManyPendingTimeouts, limit)
 }

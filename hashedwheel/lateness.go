@@ -6,20 +6,17 @@ import (
 	"github.com/wheeltimer/wheeltimer/internal/histogram"
 )
 
-// Lateness is how late a timer's tasks started after their deadlines,
-// since the timer started, as three histograms: Total, and its two parts,
-// HandOver, from a task's deadline to the worker's hand-over of its tick
-// to the executor (the wait for the end of the tick, up to a tick by
-// design, and the worker's lag), and HandOff, from the hand-over to the
-// task's start (the wait for a goroutine of the executor). A task counts
-// once it has returned; a periodic timeout, once for each run. Take two
-// readings and Sub them for a window, as a scrape does.
+// Lateness is how late a timer's tasks started after their deadlines, as
+// histograms: Total, and its parts HandOver, from the deadline to the
+// worker's hand-over to the executor (up to a tick by design, plus the
+// worker's lag), and HandOff, from there to the task's start. A task
+// counts once it has returned, a periodic one for each run. Sub two
+// readings for a window.
 type Lateness struct {
 	Total, HandOver, HandOff Histogram
 }
 
-// Sub returns the lateness of the tasks counted since earlier, a reading
-// of the same timer.
+// Sub returns the lateness counted since earlier, of the same timer.
 func (l Lateness) Sub(earlier Lateness) Lateness {
 	return Lateness{l.Total.Sub(earlier.Total), l.HandOver.Sub(earlier.HandOver), l.HandOff.Sub(earlier.HandOff)}
 }
@@ -27,23 +24,19 @@ func (l Lateness) Sub(earlier Lateness) Lateness {
 // HistogramBuckets is the number of buckets of a Histogram.
 const HistogramBuckets = histogram.Len
 
-// Histogram counts durations in log-spaced buckets, four to each
-// doubling, each about 19% wide, from 1µs to 64s. Bucket 0 holds the
-// durations up to 2^-20 s (953.7ns); bucket i, 1 ≤ i ≤ HistogramBuckets-2,
-// those in (2^((i-81)/4), 2^((i-80)/4)] seconds: bucket i-80 of a
-// Prometheus native histogram of schema 2, whose zero bucket is bucket 0;
-// the last bucket holds the durations beyond 64s.
+// Histogram counts durations in buckets four to a doubling, about 19%
+// wide: bucket 0 holds those up to 2^-20 s, bucket i up to the last those
+// in (2^((i-81)/4), 2^((i-80)/4)] s, as bucket i-80 of a Prometheus native
+// histogram of schema 2, and the last those beyond 64s.
 type Histogram struct {
 	Counts [HistogramBuckets]uint64
-	// Sum is the durations' sum; Max the longest, or, in a window that
-	// Sub returned, the upper bound of its last bucket with a count, no
-	// more than the later reading's Max.
+	// Sum is the durations' sum; Max the longest, or, in a window from Sub,
+	// the upper bound of its last bucket counted, no more than the later Max.
 	Sum, Max time.Duration
 }
 
-// HistogramBound returns the upper bound of bucket i: 2^((i-80)/4)
-// seconds rounded down to the nanosecond, 953ns for bucket 0, and the
-// largest Duration for the last.
+// HistogramBound returns the upper bound of bucket i, 2^((i-80)/4) s
+// rounded down to the nanosecond; the largest Duration for the last.
 func HistogramBound(i int) time.Duration { return time.Duration(histogram.Upper(i)) }
 
 // Count returns the number of durations counted.
@@ -52,16 +45,14 @@ func (h Histogram) Count() uint64 {
 	return s.Count()
 }
 
-// Quantile returns the q-quantile, 0 ≤ q ≤ 1, as the upper bound of the
-// bucket that holds it, no more than Max: at most 19% above the true
-// quantile. It returns 0 for an empty histogram.
+// Quantile returns the q-quantile, 0 ≤ q ≤ 1, as the upper bound of its
+// bucket, no more than Max: at most 19% above. It is 0 when empty.
 func (h Histogram) Quantile(q float64) time.Duration {
 	s := h.snapshot()
 	return time.Duration(s.Quantile(q))
 }
 
-// Sub returns the durations counted since earlier, a reading of the same
-// histogram.
+// Sub returns the durations counted since earlier, of the same histogram.
 func (h Histogram) Sub(earlier Histogram) Histogram {
 	w := Histogram{Sum: h.Sum - earlier.Sum}
 	for i := range h.Counts {
@@ -81,10 +72,9 @@ func fromSnapshot(s histogram.Snapshot) Histogram {
 }
 
 // Lateness returns how late the timer's tasks have started after their
-// deadlines, since it started; the zero Lateness before. Like Stats, it
-// takes no lock.
+// deadlines; zero before the start. It takes no lock.
 func (h *HashedWheelTimer) Lateness() Lateness {
-	if h.state.Load() == timerInit || h.worker == nil { // set before the state, by Start
+	if h.state.Load() == timerInit || h.worker == nil {
 		return Lateness{}
 	}
 	total, over, off := h.worker.dispatcher.Lateness()

@@ -195,11 +195,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
 	}
-	t, err := h.schedule(&everyTask{f: f}, period, int64(period))
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asTimeout(h.schedule(&everyTask{f: f}, period, int64(period)))
 }
 
 // startForPeriod refuses a period of zero or less with ErrInvalidPeriod,
@@ -256,11 +252,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	case !first.After(now):
 		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
 	}
-	t, err := h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod)
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
+	return asTimeout(h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod))
 }
 
 // claimSchedules claims the due runs of ScheduleFunc's timeouts after the

@@ -20,10 +20,6 @@ import (
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// The timer's data: the HashedWheelTimer and its shards, which the code
-// of every layer above reads, declared below it all (docs/design.md, the
-// files in layers).
-
 // The states of a HashedWheelTimer, as Netty's WORKER_STATE_*.
 const (
 	timerInit int32 = iota
@@ -33,24 +29,23 @@ const (
 
 // HashedWheelTimer is a Timer backed by a hashed wheel and one worker
 // goroutine. Make one with New; its methods are safe for concurrent use.
-// The zero value is a timer with the default options, as New() makes.
-//
-// A timer is meant to be shared: each holds a goroutine and, by default, a
-// goroutine pool, so an application needs few of them. Call Stop when done.
+// The zero value is a timer with the default options, as New() makes. A
+// timer is meant to be shared, as each holds a goroutine and, by default,
+// a pool: an application needs few. Call Stop when done.
 type HashedWheelTimer struct {
 	// Read by every NewTimeout; written only at start and stop, or, for
-	// idle, when the worker falls asleep until the next due timeout.
+	// idle, when the worker sleeps past its next tick and must be woken.
 	state      atomic.Int32
-	idle       atomic.Bool // the worker sleeps past its next tick: producers must wake it
+	idle       atomic.Bool
 	clock      clock.Clock
-	startNanos int64 // clock reading at start
+	startNanos int64
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
-	spread     atomic.Bool // producers have met on a stack: new timeouts go by processor (pushTimeout)
+	spread     atomic.Bool // new timeouts go by processor (pushTimeout)
 	maxPending int64
 	sleeper    clockwork.Sleeper
-	watcher    clockwork.Watcher // the sleeper, on a clock.Fake: told of each accepted timeout; else nil
+	watcher    clockwork.Watcher // the sleeper, on a clock.Fake; else nil
 
 	_ cpu.CacheLinePad
 
@@ -60,19 +55,18 @@ type HashedWheelTimer struct {
 	startMu      sync.Mutex
 	config       config
 	executor     pool.Executor
-	internalPool *antspool.Pool // the pool Start made, which Stop releases; nil with WithExecutor
+	internalPool *antspool.Pool // the pool Start made; nil with WithExecutor
 	worker       *worker
-	workerID     atomic.Uint64 // goroutine id of the worker
+	workerID     atomic.Uint64
 	done         chan struct{} // closed when the worker has exited
-	stopResult   []Timeout     // written by the worker before done closes; taken by the first Stop after
+	stopResult   []Timeout     // written by the worker before done closes
 	releaseOnce  sync.Once
 	released     chan struct{} // closed once every task has returned and the own pool is gone
 	bubble       uint64        // the testing/synctest bubble New ran in; 0: none
-	probeBubble  bool          // made outside every bubble, on a clock not the runtime's: check each schedule
+	probeBubble  bool          // check each schedule for a bubble (inABubble)
 }
 
-// instances counts running timers, to warn once when an application makes
-// too many of them (as Netty does above 64).
+// instances counts running timers, to warn once above 64, as Netty does.
 var (
 	instances     atomic.Int64
 	warnInstances sync.Once
@@ -113,8 +107,7 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 	return h, nil
 }
 
-// init sets up a timer not yet started; New calls it, and Start and Stop
-// call it with the defaults for a zero HashedWheelTimer.
+// init sets up a timer not yet started.
 func (h *HashedWheelTimer) init(cfg config) {
 	shards := newShards(cfg.shards)
 	h.clock = cfg.clock
@@ -128,14 +121,13 @@ func (h *HashedWheelTimer) init(cfg config) {
 	h.released = make(chan struct{})
 }
 
-// initZero sets up a zero HashedWheelTimer with the default options. The
-// caller holds startMu.
+// initZero sets up a zero HashedWheelTimer. The caller holds startMu.
 func (h *HashedWheelTimer) initZero() {
 	if h.shards != nil {
 		return
 	}
 	cfg := defaultConfig()
-	_ = cfg.validate() // the defaults are valid
+	_ = cfg.validate()
 	h.init(cfg)
 }
 
@@ -157,7 +149,7 @@ func (h *HashedWheelTimer) Start() error {
 	case timerStopped:
 		return ErrStopped
 	}
-	if goid.Bubble() != h.bubble { // before initZero: nothing made in the bubble
+	if goid.Bubble() != h.bubble { // before initZero makes anything
 		return h.bubbleError("Start")
 	}
 	h.initZero()
@@ -169,10 +161,10 @@ func (h *HashedWheelTimer) Start() error {
 		h.executor, h.internalPool = exec, exec
 	}
 	h.sleeper = h.config.sleeper
-	if h.sleeper == nil { // the default clock's
+	if h.sleeper == nil {
 		h.sleeper, _ = h.clock.Sleeper()
 	}
-	if w, ok := h.sleeper.(clockwork.Watcher); ok { // a fake clock: Advance and BlockUntilContext look at the timer
+	if w, ok := h.sleeper.(clockwork.Watcher); ok { // a fake clock's Advance looks at the timer
 		h.watcher = w
 		w.Watch(watched{h})
 	}
@@ -186,12 +178,8 @@ func (h *HashedWheelTimer) Start() error {
 	return nil
 }
 
-// bubbleError is the error of what, called on a timer in a
-// testing/synctest bubble it was not made in (a zero HashedWheelTimer is
-// made in none): its goroutines, outside the bubble, would run the
-// bubble's tasks and send on the bubble's channels, which kills the test
-// binary; and a timer made in a bubble cannot start outside it, where it
-// would outlive it.
+// bubbleError is the error of what, called in a testing/synctest bubble
+// the timer was not made in, where its goroutines would break the bubble.
 func (h *HashedWheelTimer) bubbleError(what string) error {
 	if h.bubble == 0 {
 		return fmt.Errorf("%w: %s: the timer was made outside the bubble, whatever its clock: "+
@@ -203,15 +191,14 @@ func (h *HashedWheelTimer) bubbleError(what string) error {
 
 // NewTimeout schedules task to run once, after delay, on the timer's
 // executor, and starts the timer if needed. A zero or negative delay runs
-// it on the next tick; a delay too large to represent is clamped. The
-// deadline is kept to 8ns, rounded up.
+// it on the next tick; a delay too large is clamped. The deadline is kept
+// to 8ns, rounded up.
 //
 // It fails with ErrNilTask for a nil task, ErrStopped after Stop and
-// ErrTooManyPendingTimeouts at the limit set by WithMaxPendingTimeouts; a
-// failed call schedules nothing. NewTimeout never blocks and may be called
-// from any goroutine, including from a running task. About once in every
-// few thousand calls it yields the processor, as runtime.Gosched does, so
-// that the timer's worker keeps up with producers on every core.
+// ErrTooManyPendingTimeouts at the WithMaxPendingTimeouts limit; a failed
+// call schedules nothing. NewTimeout never blocks, and may be called from
+// any goroutine, a task included. About once in a few thousand calls it
+// yields the processor, so that the worker keeps up with producers.
 func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
 	if task == nil {
 		return nil, ErrNilTask
@@ -219,30 +206,28 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	t := &timeout{task: task}
-	if err := h.scheduleTimeout(t, delay, 0); err != nil {
-		return nil, err // not a Timeout holding a nil *timeout
-	}
-	return t, nil
+	return asTimeout(h.schedule(task, delay, 0))
 }
 
-// AfterFunc schedules f to run once, after delay, like time.AfterFunc, and
-// returns its Timeout. It fails as NewTimeout does, and with ErrNilTask for
-// a nil f.
+// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
+// fails as NewTimeout does, and with ErrNilTask for a nil f.
 func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, error) {
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	t := &timeout{task: funcTask(f)}
-	if err := h.scheduleTimeout(t, delay, 0); err != nil {
-		return nil, err // not a Timeout holding a nil *timeout
+	return asTimeout(h.schedule(funcTask(f), delay, 0))
+}
+
+// asTimeout returns nil, not a Timeout holding a nil *timeout, on error.
+func asTimeout(t *timeout, err error) (Timeout, error) {
+	if err != nil {
+		return nil, err
 	}
 	return t, nil
 }
 
 // schedule makes a timeout of task due after delay, repeating every period
-// nanoseconds if period is positive, at the times of its Scheduler if it
-// is scheduledPeriod, and hands it to the worker.
+// ns if positive, at its Scheduler's times if scheduledPeriod.
 func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
 	t := &timeout{task: task}
 	if err := h.scheduleTimeout(t, delay, period); err != nil {
@@ -251,8 +236,7 @@ func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period 
 	return t, nil
 }
 
-// scheduleTimeout hands t, new, whose task is set, to the worker, due
-// after delay and repeating every period nanoseconds if period is not 0.
+// scheduleTimeout hands t, new, to the worker.
 func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
 	if h.state.Load() != timerStarted {
 		if err := h.startIfNeeded(); err != nil {
@@ -265,24 +249,22 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	}
 	now := h.now()
 	if now < 0 || h.probeBubble && inABubble() {
-		// The clock read earlier than at the start: another time domain, a
-		// testing/synctest bubble the timer was not started in.
+		// A clock before the start: a bubble the timer was not started in.
 		if h.maxPending > 0 {
 			h.admitted.Add(-1)
 		}
 		return h.bubbleError("NewTimeout")
 	}
 	t.timer, t.period = h, period
-	// A plain write: t is not yet published, and the push that publishes
-	// it orders the write before any load of the word.
+	// A plain write: the push that publishes t orders it before any load.
 	word := withDeadline(stateQueued, deadline(now, delay))
 	*(*uint64)(unsafe.Pointer(&t.word)) = word
-	if period == scheduledPeriod { // the deadline its first run's wall time stands for
+	if period == scheduledPeriod {
 		t.task.(*scheduledTask).at = deadlineOf(word)
 	}
 	count, _, _, ok := h.pushTimeout(t)
 	if !ok {
-		// Stop closed the intake first: the timeout was never accepted.
+		// Stop closed the intake first: never accepted.
 		if h.maxPending > 0 {
 			h.admitted.Add(-1)
 		}
@@ -330,28 +312,22 @@ func (h *HashedWheelTimer) admit() bool {
 	}
 }
 
-// PendingTimeouts returns the number of timeouts that are scheduled and
-// have neither expired, been cancelled nor been returned by Stop; a
-// periodic timeout counts as one until it is cancelled. It is never more than the
-// limit set by WithMaxPendingTimeouts, and 0 after Stop.
+// PendingTimeouts returns the number of timeouts scheduled and neither
+// expired, cancelled nor returned by Stop, a periodic one counting once. It
+// is never more than the WithMaxPendingTimeouts limit, and 0 after Stop.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
 	return h.snapshot().pending
 }
 
-// now returns the clock, in nanoseconds after the start.
+// now returns the clock in nanoseconds after the start.
 func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
 
-// tickDue returns the tick of length tick covering deadline, ≥ 0: tick n
-// covers (n·tick, (n+1)·tick], so a deadline on a tick's end is due at
-// that end. Go's division truncates, so deadline 0 gives tick 0.
+// tickDue returns the tick covering deadline: tick n covers (n·tick,
+// (n+1)·tick], and truncation gives deadline 0 tick 0.
 func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
 
-// deadline returns the deadline of a timeout made at now with delay, in
-// nanoseconds after the start: 1ns after now for a delay of zero or less,
-// and clamped instead of overflowing. A deadline is after its call, so
-// that it never falls in a tick that had ended by then: a timeout made on
-// a tick's end with no delay runs at the next one, whether or not the
-// worker has processed the tick just ended.
+// deadline returns now + delay, clamped, and at least now + 1ns, so that
+// it never falls in a tick already ended, processed or not.
 func deadline(now int64, delay time.Duration) int64 {
 	if delay <= 0 {
 		delay = 1
@@ -362,9 +338,7 @@ func deadline(now int64, delay time.Duration) int64 {
 	return now + int64(delay)
 }
 
-// instant returns the clock reading at offset after start, saturating at
-// clockwork.Forever instead of overflowing (a tick can be long enough that its
-// end lies beyond the clock's range).
+// instant returns start + offset, saturating at clockwork.Forever.
 func instant(start, offset int64) int64 {
 	if offset > clockwork.Forever-start {
 		return clockwork.Forever

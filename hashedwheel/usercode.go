@@ -7,8 +7,7 @@ import (
 	"runtime/debug"
 )
 
-// userCode says which of a timeout's user code panicked or called
-// runtime.Goexit: its task or its Cancelled hook.
+// userCode is the user code that failed: a task or a Cancelled hook.
 type userCode uint8
 
 const (
@@ -23,12 +22,9 @@ func (c userCode) String() string {
 	return "TimerTask"
 }
 
-// userCodeFailed counts and logs what t's task or hook did instead of
-// returning: panic with r, or, with r nil, call runtime.Goexit, which
-// ends its goroutine (the dispatcher or the worker carries on with
-// another), with the task's name and the stack. It runs in the deferred
-// call that recovered r, so the stack is the failing goroutine's. A user's
-// task or hook never takes the timer down.
+// userCodeFailed counts and logs t's task or hook that panicked with r
+// or, r nil, called runtime.Goexit, with the stack: it runs in the
+// deferred call that recovered r.
 func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
 	if r == nil {
 		h.counters.goexits.Add(1)
@@ -45,16 +41,11 @@ func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
 		"task", taskName(t.task), "panic", r, "stack", string(debug.Stack()))
 }
 
-// taskName names a task for a log line: the function's name, as
-// runtime.FuncForPC gives it, for the functions of AfterFunc, Every,
-// ScheduleFunc and TaskFunc ("main.handle.func1" for a closure), and the
-// type (%T) of any other TimerTask: never its fields, which its owner may
-// be writing, and which may hold secrets.
+// taskName names a task for a log line: its function's name, or the type
+// of another TimerTask, never its fields, which may be racy or secret.
 func taskName(task TimerTask) string {
 	switch f := task.(type) {
-	case funcTask:
-		return funcName(f)
-	case TaskFunc:
+	case funcTask, TaskFunc:
 		return funcName(f)
 	case *everyTask:
 		return funcName(f.f)
@@ -64,8 +55,7 @@ func taskName(task TimerTask) string {
 	return fmt.Sprintf("%T", task)
 }
 
-// funcName returns the name of the function f, or its type if the runtime
-// does not know it.
+// funcName returns the name of the function f, or else its type.
 func funcName(f any) string {
 	v := reflect.ValueOf(f)
 	if v.Kind() == reflect.Func && !v.IsNil() {
@@ -76,8 +66,8 @@ func funcName(f any) string {
 	return fmt.Sprintf("%T", f)
 }
 
-// runCancelledHook calls the task's Cancelled hook, if it has one,
-// recovering and logging a panic.
+// runCancelledHook calls the task's Cancelled hook, if any, recovering a
+// panic.
 func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 	hook := cancelledHookOf(t.task)
 	if hook == nil {
@@ -93,9 +83,8 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 	returned = true
 }
 
-// cancelledHookOf returns the task's Cancelled hook, or nil. The function
-// adapters, the commonest tasks, are recognised without the dearer
-// interface assertion.
+// cancelledHookOf returns the task's Cancelled hook, or nil, sparing the
+// commonest tasks the dearer interface assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
 	case funcTask, TaskFunc, *everyTask:
@@ -105,13 +94,11 @@ func cancelledHookOf(task TimerTask) cancelledHook {
 	return hook
 }
 
-// panicError is a recovered panic, as an error.
 type panicError struct{ value any }
 
 func (e panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// executorRefused counts and logs an executor's refusal of a drain
-// function, which then runs on a goroutine of its own.
+// executorRefused counts and logs an executor's refusal.
 func (h *HashedWheelTimer) executorRefused(err error) {
 	h.counters.executorFailures.Add(1)
 	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
