@@ -36,7 +36,7 @@ func checkModules(mods []repoModule, version string) error {
 }
 
 // checkWorkspace returns an error unless go.work, at root, uses every
-// module and no other directory, and replaces the library at version with
+// module of the library or requiring it, and no directory without one, and replaces the library at version with
 // the working tree, where the modules that require that version find it.
 func checkWorkspace(root string, mods []repoModule, version string) error {
 	data, err := os.ReadFile(filepath.Join(root, "go.work"))
@@ -53,7 +53,9 @@ func checkWorkspace(root string, mods []repoModule, version string) error {
 		used[path.Clean(u.Path)] = true
 	}
 	for _, m := range mods {
-		if !used[m.Dir] {
+		// A module that neither is the library nor requires it, such as
+		// a baseline built on another library, stands apart.
+		if !used[m.Dir] && (m.Path == library || m.requires(library)) {
 			errs = append(errs, fmt.Errorf("go.work: no use of %s", m.Dir))
 		}
 		delete(used, m.Dir)

@@ -67,8 +67,9 @@ func TestNewestReleaseIsTheFirstVersionSection(t *testing.T) {
 }
 
 // TestRunChecksEveryGoModAndTheWorkspace: a replace directive, a module
-// requiring another version of the library, a module go.work does not
-// use and a go.work without the library's replacement are each named.
+// requiring another version of the library, a module requiring it that
+// go.work does not use and a go.work without the library's replacement
+// are each named; a module that does not require the library is not.
 func TestRunChecksEveryGoModAndTheWorkspace(t *testing.T) {
 	dir := repository(t)
 	if _, err := run(dir, ""); err != nil {
@@ -77,8 +78,10 @@ func TestRunChecksEveryGoModAndTheWorkspace(t *testing.T) {
 	write(t, dir, map[string]string{
 		"exporters/x/go.mod": "module github.com/wheeltimer/wheeltimer/exporters/x\n\ngo 1.25.0\n\n" +
 			"require github.com/wheeltimer/wheeltimer v1.1.0\n\nreplace github.com/wheeltimer/wheeltimer => ../..\n",
-		"examples/y/go.mod": "module github.com/wheeltimer/wheeltimer/examples/y\n\ngo 1.25.0\n",
-		"go.work":           "go 1.25.0\n\nuse (\n\t.\n\t./exporters/x\n\t./tool\n\t./gone\n)\n",
+		"examples/y/go.mod": "module github.com/wheeltimer/wheeltimer/examples/y\n\ngo 1.25.0\n\n" +
+			"require github.com/wheeltimer/wheeltimer v1.2.0\n",
+		"examples/y/baseline/go.mod": "module github.com/wheeltimer/wheeltimer/examples/y/baseline\n\ngo 1.26.0\n",
+		"go.work":                    "go 1.25.0\n\nuse (\n\t.\n\t./exporters/x\n\t./tool\n\t./gone\n)\n",
 	})
 	_, err := run(dir, "")
 	if err == nil {
@@ -94,6 +97,9 @@ func TestRunChecksEveryGoModAndTheWorkspace(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("the error does not say %q:\n%v", want, err)
 		}
+	}
+	if strings.Contains(err.Error(), "baseline") {
+		t.Errorf("a module that does not require the library needs no use:\n%v", err)
 	}
 }
 
