@@ -11,8 +11,8 @@ import (
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
-// WithTimeout returns WithDeadline(parent, now.Add(d)), now read on the
-// timer's clock: the deadline is the timer's, to 8ns.
+// WithTimeout returns WithDeadline(parent, now.Add(d)), now on the timer's
+// clock.
 func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return h.WithTimeoutCause(parent, d, nil)
 }
@@ -46,25 +46,19 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	return c, c.cancel
 }
 
-// WithDeadline is context.WithDeadline with the deadline enforced by the
-// timer: Done is closed at the first tick end at or after the deadline,
-// never before it, when the CancelFunc is called, or when parent is done,
-// whichever comes first; Err and context.Cause then report as the context
-// package's do, on it and on its derived contexts. The deadline is read on
-// the timer's clock (WithClock). A parent with an earlier deadline keeps
-// it; a deadline past or a parent done gives a context done at once,
-// holding no timeout. A nil parent panics.
+// WithDeadline is context.WithDeadline enforced by the timer: Done is
+// closed at the first tick end at or after the deadline (on the timer's
+// clock), never before, when the CancelFunc is called, or when parent is
+// done, whichever comes first; Err and context.Cause report as the context
+// package's. A parent's earlier deadline is kept; a deadline past or a
+// parent done gives a context done at once. A nil parent panics.
 //
-// The context holds one pending timeout until its deadline or its
-// idempotent CancelFunc, which releases it at once: call it when the work
-// is done (parent's cancellation releases it only for a context with
-// derived contexts). A live context costs no goroutine; the CancelFunc and
-// the deadline reach directly derived contexts before they return,
-// parent's cancellation through one goroutine, contexts derived through a
-// wrapper (context.WithValue) through one each (docs/differences.md). A
-// stopped or full timer returns a context whose deadline its clock keeps
-// (a runtime timer, or a clock.Fake's AfterFunc), counted in
-// Stats.ContextFallbacks; Stop moves a live context's deadline there too.
+// The context holds a pending timeout until its deadline or its CancelFunc:
+// call that when the work is done. A live context costs no goroutine
+// (docs/differences.md lists the differences from the context package). A
+// stopped or full timer gives a context whose deadline the clock's
+// AfterFunc keeps, counted in Stats.ContextFallbacks; Stop moves a live
+// context's deadline there too.
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -92,9 +86,8 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	return dc, dc.cancel
 }
 
-// timeLeft returns the time until parent's deadline, if it has one: on the
-// monotonic clock for this timer's contexts, whose wall deadline a step of
-// the wall clock would skew; on the wall clock otherwise.
+// timeLeft returns the time until parent's deadline, if any: monotonic for
+// this timer's contexts, whose wall deadline a clock step would skew.
 func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool) {
 	var c *wheelContext
 	switch p := parent.(type) {
@@ -113,9 +106,7 @@ func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool
 	return cur.Sub(h.wallNow()), true
 }
 
-// fallback returns, for a context's timeout the timer refused with err, a
-// context whose deadline the clock's AfterFunc keeps; in a testing/synctest
-// bubble the timer may not be used in, the context package's.
+// fallback returns a context for a timeout the timer refused with err.
 func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, delay time.Duration, cause, err error) (context.Context, context.CancelFunc) {
 	if errors.Is(err, ErrSynctestBubble) {
 		return context.WithDeadlineCause(parent, deadline, cause)
@@ -132,12 +123,10 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 	}
 }
 
-// errNilParent is the panic of a nil parent, in the context package's words.
 const errNilParent = "cannot create context from nil parent"
 
 // Now returns the current time on the timer's clock (WithClock), on which
-// the deadlines it reports are: time.Now() by default, a clock.Fake's in a
-// test.
+// the deadlines it reports are.
 func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
 
 // wallNow reads the timer's clock, setting up a zero HashedWheelTimer first.
@@ -145,8 +134,7 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
 		if h.shards == nil && goid.Bubble() != h.bubble {
-			// A zero timer touched first in a testing/synctest bubble: set
-			// nothing up there (Start refuses it).
+			// A zero timer first used in a bubble: set nothing up there.
 			h.startMu.Unlock()
 			return time.Now()
 		}
@@ -156,9 +144,8 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 	return h.clock.Now()
 }
 
-// arm joins c to parent and schedules its timeout, due after delay. If the
-// timer refuses it, arm leaves nothing behind, counts a fallback and
-// returns the timer's error.
+// arm joins c to parent and schedules its timeout; if the timer refuses,
+// it leaves nothing behind, counts a fallback and returns the error.
 func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) error {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
@@ -170,8 +157,7 @@ func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay ti
 	return nil
 }
 
-// unarmed joins c to parent without a timeout, for a context done at once
-// (expired: its deadline has passed), and returns the CancelFunc.
+// unarmed joins c to parent without a timeout, and returns the CancelFunc.
 func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expired bool) context.CancelFunc {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.timer, c.timeout.task = h, c
@@ -182,42 +168,37 @@ func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expi
 	return c.cancel
 }
 
-// errDeadlinePassed is the inner context's cause once the deadline passes,
-// so that Err can tell a deadline from a cancellation; users never see it.
+// errDeadlinePassed is inner's cause at the deadline, for Err.
 var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 
 // wheelContext is the context of WithTimeout and WithDeadline: inner, a
-// context.WithCancelCause child of the parent, joins the parent without a
-// goroutine; the deadline is a timeout in the same allocation, whose task
-// cancels inner with errDeadlinePassed. Derived contexts must see
-// DeadlineExceeded, not inner's Canceled, so Value hides inner from them:
-// they join through AfterFunc instead (context_afterfunc.go).
+// child of the parent, joins it without a goroutine; the timeout, in the same
+// allocation, cancels inner at the deadline. Value hides inner from
+// derived contexts, so that they see DeadlineExceeded, not Canceled: they
+// join through AfterFunc (context_afterfunc.go).
 type wheelContext struct {
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
-	cause       *error                        // the cause once the deadline passes; nil: DeadlineExceeded
-	extras      atomic.Pointer[contextExtras] // made on first need: derived contexts, or Stop
-	deadline    atomic.Pointer[time.Time]     // Deadline's, once fixed
+	cause       *error // at the deadline; nil: DeadlineExceeded
+	extras      atomic.Pointer[contextExtras]
+	deadline    atomic.Pointer[time.Time] // once fixed
 	timeout     timeout
 }
 
-// Deadline returns the deadline fixed at its first call, the wall clock
-// then plus what remains of the timeout, so that a context nobody asks
+// Deadline is fixed at its first call, so that a context nobody asks
 // reads no wall clock.
 func (c *wheelContext) Deadline() (time.Time, bool) {
 	if c.deadline.Load() == nil {
 		d := c.timeout.Deadline()
-		c.deadline.CompareAndSwap(nil, &d) // or another call fixed it first
+		c.deadline.CompareAndSwap(nil, &d)
 	}
 	return *c.deadline.Load(), true
 }
 
-// boxed returns a pointer to err: a context keeps a cause in a word, so
-// that it fits the 112-byte size class.
+// boxed keeps a cause in a word: a context fits the 112-byte size class.
 func boxed(err error) *error { return &err }
 
-// deadlineContext is the context of WithDeadline and of the fallbacks,
-// which report the very deadline given.
+// deadlineContext reports the very deadline given.
 type deadlineContext struct {
 	wheelContext
 	deadline time.Time
@@ -232,8 +213,7 @@ func (c *wheelContext) String() string {
 	return c.describe(d)
 }
 
-// describe names the context as the context package does:
-// <parent>.WithDeadline(<deadline> [<time left>]).
+// describe names the context as the context package does.
 func (c *wheelContext) describe(deadline time.Time) string {
 	parent := strings.TrimSuffix(c.inner.(interface{ String() string }).String(), ".WithCancel")
 	return parent + ".WithDeadline(" + deadline.String() + " [" +
@@ -242,8 +222,7 @@ func (c *wheelContext) describe(deadline time.Time) string {
 
 func (c *wheelContext) Done() <-chan struct{} { return c.inner.Done() }
 
-// Err returns nil until the context is done, then DeadlineExceeded or the
-// error of the cancellation that came first.
+// Err returns DeadlineExceeded, or the cancellation's error, once done.
 func (c *wheelContext) Err() error {
 	err := c.inner.Err()
 	if err != nil && context.Cause(c.inner) == errDeadlinePassed {
@@ -252,10 +231,9 @@ func (c *wheelContext) Err() error {
 	return err
 }
 
-// Value returns parent's value for key, except for the context package's
-// key of cancellable ancestors: nil while not done, so that derived
-// contexts join through AfterFunc; once done, a done context carrying the
-// cause, if it differs from Err, for context.Cause.
+// Value returns parent's value for key, but for the key of cancellable
+// ancestors: nil while not done, so that derived contexts use AfterFunc;
+// once done, a done context carrying the cause, for context.Cause.
 func (c *wheelContext) Value(key any) any {
 	if !isCancelCtxKey(key) {
 		return c.inner.Value(key)
@@ -274,7 +252,7 @@ func (c *wheelContext) Value(key any) any {
 	if cause == err {
 		return nil // context.Cause falls back to Err
 	}
-	// Made on each (rare) call, so that live contexts stay small.
+	// Made on each (rare) call: live contexts stay small.
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	return done.Value(key)
@@ -285,8 +263,7 @@ func (c *wheelContext) Run(Timeout) { c.expire() }
 
 func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
 
-// cancel is the CancelFunc: it releases the timeout, or the clock's timer
-// Stop moved it to, and cancels the context.
+// cancel is the CancelFunc.
 func (c *wheelContext) cancel() {
 	c.timeout.Cancel()
 	if x := c.end(nil); x != nil {
@@ -294,13 +271,12 @@ func (c *wheelContext) cancel() {
 	}
 }
 
-// end cancels inner with cause, unless done already, then calls the
-// derived contexts' functions on this goroutine, Err and Cause final. It
-// returns the extras, if any.
+// end cancels inner with cause, then calls the derived contexts'
+// functions on this goroutine, Err and Cause final; it returns the extras.
 func (c *wheelContext) end(cause error) *contextExtras {
 	x := c.extras.Load()
 	if x != nil {
-		x.stopWatch() // the calls below are made here, not by the watch's goroutine
+		x.stopWatch()
 	}
 	c.cancelInner(cause)
 	if x == nil {
@@ -312,8 +288,7 @@ func (c *wheelContext) end(cause error) *contextExtras {
 	return x
 }
 
-// outliveStop moves the deadline of a context live at Stop to the clock's
-// AfterFunc, which the CancelFunc stops.
+// outliveStop moves a live context's deadline to the clock's AfterFunc.
 func (c *wheelContext) outliveStop(*timeout) {
 	x := c.loadExtras()
 	x.mu.Lock()
@@ -326,11 +301,9 @@ func (c *wheelContext) outliveStop(*timeout) {
 }
 
 // cancelCtxProbe answers itself for the context package's key of
-// cancellable contexts, and so recognises it.
+// cancellable contexts, by which isCancelCtxKey recognises it.
 var cancelCtxProbe, _ = context.WithCancel(context.Background())
 
-// isCancelCtxKey reports whether key is the context package's key by which
-// context.Cause and derived contexts find a cancellable ancestor.
 func isCancelCtxKey(key any) bool {
 	if _, ok := key.(*int); !ok {
 		return false

@@ -6,41 +6,36 @@ import (
 	"time"
 )
 
-// The runs of a periodic timeout are marked in its state word, so that
-// the worker's claim, Reset, Cancel and the run each decide with one
-// compare-and-swap. claimedBit alone: a run waits to start (a Reset
-// revokes it); runningBit alone: a run is running; both: running, and the
-// next run owed, to start as it returns. A run due while one waits or is
-// owed is skipped. A run starts only while the timeout is not cancelled.
+// A periodic timeout's runs are marked in its state word, so that the
+// worker's claim, Reset, Cancel and the run each decide with one CAS.
+// claimedBit alone: a run waits to start (a Reset revokes it); runningBit
+// alone: a run is running; both: running, and the next run owed. A run due
+// while one waits or is owed is skipped. No run starts once cancelled.
 
 // claimRun returns the word w of a due periodic timeout after the worker's
-// claim, with next as its deadline, and whether to dispatch the run or
-// count it skipped.
-func claimRun(w uint64, next int64) (word uint64, dispatch, skipped bool) {
+// claim, with next as its deadline, whether to dispatch the run, and 1 if
+// it is skipped.
+func claimRun(w uint64, next int64) (word uint64, dispatch bool, skipped int) {
 	word = withDeadline(w, next)
 	switch {
 	case w&claimedBit != 0:
-		return word, false, true
+		return word, false, 1
 	case w&runningBit != 0: // owed
-		return word | claimedBit, false, false
+		return word | claimedBit, false, 0
 	default:
-		return word | claimedBit, true, false
+		return word | claimedBit, true, 0
 	}
 }
 
 // claimEvery is claimRun for a timeout of Every, from being the start of
-// the first tick not ended, with how many runs it skipped.
+// the first tick not ended.
 func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
 	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
 	word, dispatch, skip := claimRun(w, next)
-	if skip {
-		skipped++
-	}
-	return word, dispatch, skipped
+	return word, dispatch, skipped + skip
 }
 
-// nextFixedRun returns the first d + k·period, k ≥ 1, after from, so that
-// runs keep their rate and a late worker skips those it missed, and how
+// nextFixedRun returns the first d + k·period, k ≥ 1, after from, and how
 // many it skipped.
 func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	k := max((from-d)/period+1, 1)
@@ -54,16 +49,12 @@ type everyTask struct{ f func() }
 
 func (e *everyTask) Run(Timeout) { e.f() }
 
-// scheduledTask is the task of a timeout of ScheduleFunc.
 type scheduledTask struct {
-	s Scheduler
-	f func()
-	// named is the wall time Next named for the run due at the deadline
-	// at; another deadline is a Reset's.
-	named time.Time
-	at    int64
-	// calling, found set, marks a call of Next that called runtime.Goexit.
-	calling bool
+	s       Scheduler
+	f       func()
+	named   time.Time // Next's time for the run due at at; another deadline is a Reset's
+	at      int64
+	calling bool // found set: a call of Next called runtime.Goexit
 }
 
 func (s *scheduledTask) Run(Timeout) { s.f() }
@@ -71,8 +62,7 @@ func (s *scheduledTask) Run(Timeout) { s.f() }
 // scheduledPeriod is the period of a timeout of ScheduleFunc.
 const scheduledPeriod = -1
 
-// maxCatchUp bounds the runs a late worker skips one Next call at a time;
-// past it, one call finds the first run to come.
+// maxCatchUp bounds the runs a late worker skips one Next call at a time.
 const maxCatchUp = 1000
 
 // scheduleClaim is a claim's decision, committed once its CAS holds.
@@ -84,10 +74,8 @@ type scheduleClaim struct {
 func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at = c.named, c.at }
 
 // claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
-// clock reading wallNow at now. The run is due once the wall clock reaches
-// its named time; after a step back it is filed again for that time.
-// Otherwise Next gives the next run, skipping those the wall clock passed;
-// ended reports the runs' end, the timeout then expired.
+// clock reading wallNow at now: a run is due once the wall clock reaches
+// its named time. ended reports the runs' end, the timeout then expired.
 func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, c scheduleClaim) {
 	s := t.task.(*scheduledTask)
 	d := deadlineOf(w)
@@ -104,17 +92,12 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	next := d
 	if ok {
 		next = deadline(from, nextNamed.Sub(fromWall))
-	} else {
-		ended = true
 	}
 	word, dispatch, skip := claimRun(w, next)
-	if skip {
-		skipped++
-	}
-	if ended {
+	if ended = !ok; ended {
 		word = withState(word, stateExpired)
 	}
-	return word, dispatch, skipped, ended, scheduleClaim{named: nextNamed, at: deadlineOf(word)}
+	return word, dispatch, skipped + skip, ended, scheduleClaim{named: nextNamed, at: deadlineOf(word)}
 }
 
 // nextScheduledRun returns the first run Next gives after named and after
@@ -145,18 +128,17 @@ func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok b
 	switch {
 	case err != nil:
 		h.scheduleFailed(t, err.Error())
-		return time.Time{}, false
 	case next.IsZero():
-		return time.Time{}, false
 	case !next.After(at):
 		h.scheduleFailed(t, "Next("+at.String()+") returned "+next.String()+", not after its argument")
-		return time.Time{}, false
+	default:
+		return next, true
 	}
-	return next, true
+	return time.Time{}, false
 }
 
-// callScheduler calls s.Next(at), turning a panic into an error. It
-// strips the monotonic readings, so that Time.Sub sees wall-clock steps.
+// callScheduler calls s.Next(at), a panic as an error, without monotonic
+// readings, so that Time.Sub sees wall-clock steps.
 func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -172,22 +154,16 @@ func (h *HashedWheelTimer) scheduleFailed(t *timeout, why string) {
 	h.config.logger.Error("hashedwheel: schedule ended: "+why, "timeout", t)
 }
 
-// Every runs f every period, the first run one period after the call, and
-// returns the Timeout that controls the runs. It starts the timer if
-// needed.
-//
-// The rate is fixed: the k-th run is due at the call's time + k·period,
-// never earlier. Runs never overlap: one due while the previous runs
-// starts as that one returns; one due while another waits to start, or
-// missed by a worker late by a period, is skipped and counted in
-// Stats.PeriodicSkipped. After a successful Cancel, or Stop, no run
-// starts; one in progress completes. Reset moves the next run to now +
-// delay, keeping the period, and revokes a run claimed but not started.
-//
-// The timeout is one pending timeout until cancelled, never IsExpired. A
-// run allocates nothing. Every fails with ErrInvalidPeriod for a period of
-// zero or less, or shorter than the tick; with ErrNilTask for a nil f; and
-// as NewTimeout does otherwise. A failed call schedules nothing.
+// Every runs f every period, at a fixed rate: the k-th run is due at the
+// call's time + k·period, never earlier. It starts the timer if needed.
+// Runs never overlap: one due while the previous runs starts as that one
+// returns; one due while another waits, or missed by a late worker, is
+// skipped (Stats.PeriodicSkipped). After a successful Cancel, or Stop, no
+// run starts. Reset moves the next run to now + delay, keeping the period.
+// The timeout is one pending timeout, never IsExpired; a run allocates
+// nothing. Every fails with ErrInvalidPeriod for a period of zero or less,
+// or below the tick; with ErrNilTask for a nil f; and as NewTimeout does
+// otherwise, scheduling nothing.
 func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error) {
 	if f == nil && period > 0 { // an invalid period is reported first
 		return nil, ErrNilTask
@@ -198,8 +174,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	return asTimeout(h.schedule(&everyTask{f: f}, period, int64(period)))
 }
 
-// startForPeriod refuses a period of zero or less with ErrInvalidPeriod,
-// naming call, then starts the timer and refuses a period below its tick.
+// startForPeriod checks period, naming call, and starts the timer.
 func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) error {
 	if period <= 0 {
 		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
@@ -214,26 +189,17 @@ func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) err
 	return nil
 }
 
-// ScheduleFunc runs f at each time s gives, the first at s.Next(now), and
-// returns the Timeout that controls the runs. It starts the timer if
-// needed.
-//
-// Each run is due at the time Next gave, never earlier; the next at Next
-// of that time. These are wall-clock times, where Every follows the
-// monotonic clock: after a step of the wall clock a run never starts
-// before its wall time, nor runs twice for it. After a step forward, a
-// passed run runs once, and the later ones passed are skipped, as
-// robfig/cron does, counted up to 1000 (Stats.PeriodicSkipped). The runs
-// otherwise keep Every's guarantees. When Next returns the zero time the
-// runs end after the one claimed, and the timeout becomes IsExpired; when
-// it returns a time not after its argument, panics or calls
-// runtime.Goexit, they end too, the fault logged and counted in
-// Stats.ScheduleErrors. Next runs on the worker; one that calls Stop stops
-// the timer, losing no timeout.
-//
-// ScheduleFunc fails with ErrInvalidSchedule for a nil s or one whose
-// first Next is zero or not after now, with ErrNilTask for a nil f, and as
-// NewTimeout does otherwise; a failed call schedules nothing.
+// ScheduleFunc runs f at each time s gives, the first at s.Next(now), each
+// never before it, on the wall clock: after a step of it no run starts
+// before its time nor runs twice; after a step forward, the passed runs
+// run once, as robfig/cron does, the others skipped, counted up to 1000.
+// It starts the timer if needed; the runs otherwise keep Every's
+// guarantees. When Next returns the zero time they end, the timeout then
+// IsExpired; a Next that returns a time not after its argument, panics or
+// calls runtime.Goexit ends them too, counted in Stats.ScheduleErrors; one
+// that calls Stop loses no timeout. ScheduleFunc fails with
+// ErrInvalidSchedule for a nil s or a first Next not after now, with
+// ErrNilTask for a nil f, and as NewTimeout does otherwise.
 func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) {
 	if isNil(s) {
 		return nil, fmt.Errorf("%w: ScheduleFunc(nil)", ErrInvalidSchedule)
@@ -256,19 +222,15 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 }
 
 // claimSchedules claims the due runs of ScheduleFunc's timeouts after the
-// walk, since Next, user code, may call Stop or runtime.Goexit and must
-// find the wheel in order. Each stays listed until claimed, so that a
-// goroutine taking over after a Goexit ends its runs (see callNext). It
-// reports whether it claimed or skipped any run.
+// walk, as Next may call Stop or runtime.Goexit. Each stays listed until
+// claimed, for a goroutine taking over after a Goexit (see callNext).
 func (w *worker) claimSchedules() (claimed bool) {
 	h, wh := w.timer, w.wheel
 	for len(wh.schedules) > 0 && !w.stopped {
 		t := wh.schedules[0]
 		// Both clocks read together: the wall clock may have stepped.
 		now, wallNow := h.now(), h.clock.Now().Round(0)
-		if w.claimSchedule(t, now, wallNow) {
-			claimed = true
-		}
+		claimed = w.claimSchedule(t, now, wallNow) || claimed
 		wh.schedules[0] = nil
 		wh.schedules = wh.schedules[1:]
 	}
@@ -280,8 +242,7 @@ func (w *worker) claimSchedules() (claimed bool) {
 }
 
 // claimSchedule claims the run of t, found due, and files it for its next
-// run, unless cancelled or moved meanwhile; it reports whether it claimed
-// or skipped a run.
+// run; it reports whether it claimed or skipped a run.
 func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 	h, wh := w.timer, w.wheel
 	for {
@@ -333,8 +294,7 @@ func (t *timeout) runPeriodic() {
 	}
 }
 
-// startRun starts the claimed run, if still claimed, none is running and
-// the timeout is not cancelled.
+// startRun starts the claimed run, unless revoked, running or cancelled.
 func (t *timeout) startRun() bool {
 	for {
 		w := t.word.Load()

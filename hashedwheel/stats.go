@@ -221,7 +221,5 @@ func (c *stripedCounter) load() uint64 {
 // timeouts than the limit.
 func (h *HashedWheelTimer) countCancelled(n int) {
 	h.counters.cancelled.add(uint64(n))
-	if h.maxPending > 0 {
-		h.admitted.Add(-int64(n))
-	}
+	h.unadmit(int64(n))
 }

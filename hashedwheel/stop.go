@@ -181,9 +181,7 @@ func (w *worker) shutdown() {
 	}
 	h.counters.returnedByStop.Add(uint64(len(result)))
 	h.countCancelled(moved)
-	if h.maxPending > 0 {
-		h.admitted.Add(-int64(len(result)))
-	}
+	h.unadmit(int64(len(result)))
 	h.startMu.Lock()
 	h.stopResult = result
 	h.startMu.Unlock()

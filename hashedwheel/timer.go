@@ -29,9 +29,8 @@ const (
 
 // HashedWheelTimer is a Timer backed by a hashed wheel and one worker
 // goroutine. Make one with New; its methods are safe for concurrent use.
-// The zero value is a timer with the default options, as New() makes. A
-// timer is meant to be shared, as each holds a goroutine and, by default,
-// a pool: an application needs few. Call Stop when done.
+// The zero value is a timer with the default options. A timer, holding a
+// goroutine and a pool, is meant to be shared. Call Stop when done.
 type HashedWheelTimer struct {
 	// Read by every NewTimeout; written only at start and stop, or, for
 	// idle, when the worker sleeps past its next tick and must be woken.
@@ -83,9 +82,8 @@ func countInstance(logger *slog.Logger) {
 	}
 }
 
-// New returns a timer configured by opts, not yet started. It fails if an
-// option is invalid, with an error wrapping ErrInvalidOption that names
-// every invalid option and its value, joined by errors.Join.
+// New returns a timer configured by opts, not yet started. It fails with
+// an error wrapping ErrInvalidOption that names every invalid option.
 func New(opts ...Option) (*HashedWheelTimer, error) {
 	cfg := defaultConfig()
 	var errs []error
@@ -131,9 +129,8 @@ func (h *HashedWheelTimer) initZero() {
 	h.init(cfg)
 }
 
-// Start starts the worker goroutine. Calling it is optional: the first
-// NewTimeout starts the timer. It returns nil if the timer is running and
-// ErrStopped once Stop has been called.
+// Start starts the worker goroutine, as the first NewTimeout does. It
+// returns nil if the timer is running and ErrStopped once it is stopped.
 func (h *HashedWheelTimer) Start() error {
 	if h.state.Load() == timerStarted {
 		if h.now() < 0 || h.probeBubble && inABubble() {
@@ -179,7 +176,7 @@ func (h *HashedWheelTimer) Start() error {
 }
 
 // bubbleError is the error of what, called in a testing/synctest bubble
-// the timer was not made in, where its goroutines would break the bubble.
+// the timer was not made in.
 func (h *HashedWheelTimer) bubbleError(what string) error {
 	if h.bubble == 0 {
 		return fmt.Errorf("%w: %s: the timer was made outside the bubble, whatever its clock: "+
@@ -189,16 +186,13 @@ func (h *HashedWheelTimer) bubbleError(what string) error {
 		ErrSynctestBubble, what)
 }
 
-// NewTimeout schedules task to run once, after delay, on the timer's
-// executor, and starts the timer if needed. A zero or negative delay runs
-// it on the next tick; a delay too large is clamped. The deadline is kept
-// to 8ns, rounded up.
-//
-// It fails with ErrNilTask for a nil task, ErrStopped after Stop and
-// ErrTooManyPendingTimeouts at the WithMaxPendingTimeouts limit; a failed
-// call schedules nothing. NewTimeout never blocks, and may be called from
-// any goroutine, a task included. About once in a few thousand calls it
-// yields the processor, so that the worker keeps up with producers.
+// NewTimeout schedules task to run once, after delay (to 8ns, rounded up;
+// on the next tick if zero or less), on the timer's executor, starting the
+// timer if needed. It fails with ErrNilTask for a nil task, ErrStopped
+// after Stop and ErrTooManyPendingTimeouts at the WithMaxPendingTimeouts
+// limit, scheduling nothing. It never blocks, and may be called from any
+// goroutine; about once in a few thousand calls it yields the processor,
+// so that the worker keeps up.
 func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
 	if task == nil {
 		return nil, ErrNilTask
@@ -250,9 +244,7 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	now := h.now()
 	if now < 0 || h.probeBubble && inABubble() {
 		// A clock before the start: a bubble the timer was not started in.
-		if h.maxPending > 0 {
-			h.admitted.Add(-1)
-		}
+		h.unadmit(1)
 		return h.bubbleError("NewTimeout")
 	}
 	t.timer, t.period = h, period
@@ -264,10 +256,7 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	}
 	count, _, _, ok := h.pushTimeout(t)
 	if !ok {
-		// Stop closed the intake first: never accepted.
-		if h.maxPending > 0 {
-			h.admitted.Add(-1)
-		}
+		h.unadmit(1) // Stop closed the intake first: never accepted
 		h.counters.rejectedStopped.Add(1)
 		return ErrStopped
 	}
@@ -290,16 +279,14 @@ func (h *HashedWheelTimer) startIfNeeded() error {
 	if h.state.Load() == timerStarted {
 		return nil
 	}
-	if err := h.Start(); err != nil {
-		if errors.Is(err, ErrStopped) {
-			h.counters.rejectedStopped.Add(1)
-		}
-		return err
+	err := h.Start()
+	if errors.Is(err, ErrStopped) {
+		h.counters.rejectedStopped.Add(1)
 	}
-	return nil
+	return err
 }
 
-// admit takes one place under the pending limit, or fails at the limit.
+// admit takes a place under the pending limit, or fails at the limit.
 func (h *HashedWheelTimer) admit() bool {
 	for {
 		n := h.admitted.Load()
@@ -309,6 +296,13 @@ func (h *HashedWheelTimer) admit() bool {
 		if h.admitted.CompareAndSwap(n, n+1) {
 			return true
 		}
+	}
+}
+
+// unadmit gives back n places under the pending limit.
+func (h *HashedWheelTimer) unadmit(n int64) {
+	if h.maxPending > 0 {
+		h.admitted.Add(-n)
 	}
 }
 
