@@ -6,14 +6,11 @@ import (
 )
 
 // contextExtras is the part of a wheelContext few need, made on first
-// need: the functions derived contexts registered, the watch that calls
-// them (in one goroutine) when the parent cancels the inner context, and
-// the clock's timer Stop moved the deadline to. The CancelFunc and the
-// deadline call the functions themselves, before they return.
+// need: derived contexts' functions, the watch that calls them (in one
+// goroutine) when the parent cancels, and the timer Stop moved the
+// deadline to. The CancelFunc and the deadline call them before returning.
 type contextExtras struct {
-	// runMu is held while the functions are called, so that a second end
-	// returns only once they have, as with the context package.
-	runMu sync.Mutex
+	runMu sync.Mutex // held while the functions are called, for a second end to wait
 
 	mu    sync.Mutex
 	ran   bool            // the functions were taken; later ones run at once
@@ -22,13 +19,12 @@ type contextExtras struct {
 	watch func() bool // stops the watch
 	moved func() bool // stops the deadline's timer after Stop
 
-	// Room for the first registrations, which then allocate nothing.
-	firstSlots [2]afterFuncSlot
+	firstSlots [2]afterFuncSlot // room for the first registrations
 	firstFree  [2]int32
 }
 
-// afterFuncSlot is one registration; gen changes as the slot is freed, so
-// that a stale stop function cannot remove a later registration.
+// afterFuncSlot is one registration; gen changes as it is freed, so that a
+// stale stop function cannot remove a later one.
 type afterFuncSlot struct {
 	f   func()
 	gen uint32
@@ -81,8 +77,6 @@ func (c *wheelContext) AfterFunc(f func()) (stop func() bool) {
 // stoppedAlready is the stop function of a call already started.
 func stoppedAlready() bool { return false }
 
-// unregister stops the call of registration i of generation gen, and
-// reports whether it did.
 func (x *contextExtras) unregister(i int32, gen uint32) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -110,8 +104,7 @@ func (x *contextExtras) run() {
 	}
 }
 
-// stopWatch stops the watch, so that the CancelFunc or deadline starts no
-// goroutine.
+// stopWatch stops the watch, so that an end starts no goroutine.
 func (x *contextExtras) stopWatch() {
 	x.mu.Lock()
 	watch := x.watch
@@ -121,7 +114,6 @@ func (x *contextExtras) stopWatch() {
 	}
 }
 
-// stopMoved stops the timer Stop moved the deadline to, if any.
 func (x *contextExtras) stopMoved() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -131,9 +123,7 @@ func (x *contextExtras) stopMoved() {
 	}
 }
 
-// parentCancelled is the watch's function: the inner context is done,
-// maybe by an end too late to stop the watch. It releases the timeout and
-// timer and tells the derived contexts.
+// parentCancelled is the watch's function: the inner context is done.
 func (c *wheelContext) parentCancelled() {
 	c.timeout.Cancel()
 	x := c.extras.Load() // made before the watch

@@ -13,13 +13,11 @@ import (
 	"github.com/wheeltimer/wheeltimer/pool"
 )
 
-// Defaults: the shortest tick, as Netty's 100ms is too coarse for request
-// deadlines, and a wheel of about eight seconds.
+// Defaults: the shortest tick (Netty's 100ms is too coarse), 8s a turn.
 const (
 	DefaultTickDuration  = time.Millisecond
 	DefaultTicksPerWheel = 8192
-	// MinTickDuration is the shortest tick New accepts: the runtime's
-	// timers cannot sleep less.
+	// MinTickDuration is the shortest tick: the runtime cannot sleep less.
 	MinTickDuration = time.Millisecond
 	// MaxTicksPerWheel is the largest wheel New accepts (48 MiB).
 	MaxTicksPerWheel = 1 << 21
@@ -86,16 +84,12 @@ func WithMaxPendingTimeouts(n int64) Option {
 	}
 }
 
-// WithExecutor sets the executor that runs expired tasks. The caller owns
-// it: Stop waits for the timer's tasks but does not release it.
-//
-// Tasks due together are handed over together, a slow one holding up no
-// other while the executor has room: at most Cap() of them at once (1024
-// without a Cap method), the rest waiting in the timer in due order.
-// pool.Inline runs tasks one at a time on the worker, as Netty does, a
-// tick's in deadline order, a slow one delaying the wheel. By default the
-// timer runs tasks in parallel, in no order, on a pool of its own of 1024
-// goroutines, which Stop releases.
+// WithExecutor sets the executor that runs expired tasks, which the caller
+// owns: Stop waits for the tasks but does not release it. Tasks due
+// together are handed over together, at most Cap() at once (1024 without a
+// Cap method), the rest waiting in due order. pool.Inline runs them one at
+// a time on the worker, in deadline order, as Netty does. By default the
+// timer runs tasks in parallel on a pool of its own of 1024 goroutines.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if isNil(e) {
@@ -118,10 +112,9 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the timer's time source. Default clock.NewReal(). A test
-// gives a *clock.Fake and moves it with Advance, which returns once every
-// task due by then has run; the fallbacks follow it too. A custom clock
-// embeds *clock.Real or *clock.Fake; the zero clock.Fake is refused.
+// WithClock sets the timer's time source, clock.NewReal() by default. A
+// test's *clock.Fake.Advance returns once every task due by then has run.
+// A custom clock embeds *clock.Real or *clock.Fake; a zero Fake is refused.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
 		if isNil(c) {
@@ -136,8 +129,7 @@ func WithClock(c clock.Clock) Option {
 	}
 }
 
-// isNil reports whether v is nil or holds a nil pointer, map, channel,
-// function or slice.
+// isNil reports whether v is nil or holds a nil pointer, map, func...
 func isNil(v any) bool {
 	if v == nil {
 		return true
@@ -149,8 +141,7 @@ func isNil(v any) bool {
 	return false
 }
 
-// validate checks the tick against the wheel size, so that tick
-// arithmetic never overflows.
+// validate checks that tick arithmetic never overflows.
 func (c *config) validate() error {
 	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
 		wheel := c.ticksAsGiven

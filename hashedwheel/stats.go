@@ -11,64 +11,39 @@ import (
 
 // Stats is a snapshot of a timer's counters. The totals only grow. Every
 // snapshot balances: Scheduled = Pending + Expired + Cancelled +
-// ReturnedByStop, and Pending is never negative nor, with
-// WithMaxPendingTimeouts, more than the limit.
+// ReturnedByStop, and 0 ≤ Pending ≤ the WithMaxPendingTimeouts limit.
 type Stats struct {
-	// Pending is PendingTimeouts; a periodic timeout counts once.
-	Pending int64
-	// Scheduled counts the timeouts accepted: of NewTimeout, AfterFunc,
-	// Every, ScheduleFunc, and the contexts of WithTimeout and WithDeadline
-	// whose deadline a timeout of the wheel keeps (not those done at once,
-	// cut short by their parent's deadline, or in ContextFallbacks).
+	Pending int64 // PendingTimeouts
+	// Scheduled counts the timeouts accepted, of contexts too while the
+	// wheel keeps their deadline.
 	Scheduled uint64
 	Expired   uint64 // timeouts claimed for running
-	// Cancelled counts the Cancels that returned true, and the contexts and
-	// channel timers that Stop moved to the clock's own timers.
-	Cancelled      uint64
-	ReturnedByStop uint64 // timeouts Stop cancelled and returned
-	Resets         uint64 // Resets that returned true
-	// ResetsDuringRun counts those that found a run of their periodic
-	// timeout in progress, which completes (docs/guarantees.md).
-	ResetsDuringRun uint64
-	// PeriodicRuns counts the runs of periodic timeouts started, and
-	// PeriodicSkipped those not: due while another run waited to start,
-	// revoked by a Reset, or missed by a worker late by a period (for a
-	// ScheduleFunc whose wall clock stepped, at most 1000 a claim).
-	PeriodicRuns    uint64
-	PeriodicSkipped uint64
-	// ScheduleErrors counts the schedules of ScheduleFunc ended because
-	// Next returned a time not after its argument, or panicked.
-	ScheduleErrors uint64
-	// RejectedFull and RejectedStopped count the timeouts refused at the
-	// WithMaxPendingTimeouts limit and by a stopped timer: the calls that
-	// failed with ErrTooManyPendingTimeouts or ErrStopped, and the contexts
-	// and channel timer armings that then fell back.
-	RejectedFull    uint64
-	RejectedStopped uint64
-	// ExecutorFailures counts the times the executor refused expired tasks
-	// or panicked taking them; they then ran on a goroutine of their own.
-	ExecutorFailures uint64
-	// ContextFallbacks and ChanFallbacks count the contexts and channel
-	// timer armings whose deadline a timer of the clock's own keeps instead
-	// of the wheel: made while the timer was stopped or full, or live at Stop.
-	ContextFallbacks uint64
-	ChanFallbacks    uint64
-	// TaskPanics and HookPanics count the tasks and Cancelled hooks that
-	// panicked, Goexits those that called runtime.Goexit; each is logged.
-	TaskPanics uint64
-	HookPanics uint64
-	Goexits    uint64
-	Ticks      uint64 // ticks the worker processed; it sleeps through idle ones
-	// MaxTickLag is the longest the worker started a tick late: held up by
-	// a Cancelled hook, Scheduler or pool.Inline task, short of CPU, or
-	// moving a burst of new timeouts into the wheel.
-	MaxTickLag time.Duration
+	// Cancelled counts the Cancels that returned true, and the contexts
+	// and channel timers Stop moved to the clock's own timers.
+	Cancelled       uint64
+	ReturnedByStop  uint64 // timeouts Stop cancelled and returned
+	Resets          uint64 // Resets that returned true
+	ResetsDuringRun uint64 // of them, those that found a periodic run in progress
+	PeriodicRuns    uint64 // runs of periodic timeouts started
+	// PeriodicSkipped counts the runs not started: due while another
+	// waited, revoked by a Reset, or missed by a late worker.
+	PeriodicSkipped  uint64
+	ScheduleErrors   uint64        // schedules ended by a Next that failed
+	RejectedFull     uint64        // timeouts refused at the pending limit, fallbacks included
+	RejectedStopped  uint64        // timeouts refused by a stopped timer, fallbacks included
+	ExecutorFailures uint64        // executor refusals and panics; the tasks ran on a goroutine of their own
+	ContextFallbacks uint64        // contexts whose deadline a timer of the clock's own keeps
+	ChanFallbacks    uint64        // channel timer armings a timer of the clock's own keeps
+	TaskPanics       uint64        // tasks that panicked
+	HookPanics       uint64        // Cancelled hooks that panicked
+	Goexits          uint64        // tasks and hooks that called runtime.Goexit
+	Ticks            uint64        // ticks processed
+	MaxTickLag       time.Duration // the longest the worker started a tick late
 	// LatenessP50 and LatenessP99 are quantiles of how late tasks started
 	// after their deadlines, to within 19% above (see Lateness), and
-	// MaxLateness the longest; a task starts up to a tick late by design.
+	// MaxLateness the longest.
 	LatenessP50, LatenessP99, MaxLateness time.Duration
-	// MaxHandOffWait is the longest a task waited for a goroutine of the
-	// executor after the worker handed it over.
+	// MaxHandOffWait is the longest a task waited for an executor goroutine.
 	MaxHandOffWait time.Duration
 }
 

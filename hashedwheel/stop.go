@@ -10,31 +10,25 @@ import (
 )
 
 // Stop stops the timer and returns the timeouts that had neither expired
-// nor been cancelled, each now cancelled: their tasks never run, their
-// Cancelled hooks are not called. Every accepted timeout has expired, been
-// cancelled, or is in the result, which the first Stop or StopContext to
-// return after the worker stopped gets; later calls, and a Stop before the
-// start, return nil. Live contexts and channel timers are not returned:
-// their deadlines move to timers of the clock's own.
+// nor been cancelled, each now cancelled, its hook not called: every
+// accepted timeout has expired, been cancelled, or is in the result of the
+// first Stop to return; later calls return nil. Live contexts and channel
+// timers are not returned: timers of the clock's own keep them.
 //
 // Called from outside every timer's tasks, Stop returns once every claimed
-// task has returned and the timer's own pool, if any, has released its
-// goroutines: nothing of the timer runs after. If a task never returns,
-// neither does Stop; StopContext bounds the wait. It never waits for a
-// free goroutine of the executor. Called from a task of any timer, or from
-// a Cancelled hook or Scheduler of this one, Stop does not wait for tasks,
-// so it never deadlocks (unless a task waits for a goroutine that calls
-// Stop). Stop releases the timer's own executor, not one given by
-// WithExecutor.
+// task has returned and the timer's own pool has released its goroutines:
+// nothing of the timer runs after (StopContext bounds the wait). Called
+// from a task of any timer, or a hook or Scheduler of this one, Stop does
+// not wait for tasks, so it never deadlocks. It never waits for a free
+// goroutine of the executor, and releases only the timer's own.
 func (h *HashedWheelTimer) Stop() []Timeout {
 	timeouts, _ := h.StopContext(context.Background())
 	return timeouts
 }
 
-// StopContext is Stop with a bound on its waits for the worker to stop
-// and for the tasks to return. Once ctx is done it returns ctx.Err(), with
-// the timeouts if the worker had stopped; else with none, and the next
-// Stop returns them. Either way the claimed tasks still run.
+// StopContext is Stop with a bound on its waits. Once ctx is done it
+// returns ctx.Err(), with the timeouts if the worker had stopped, else
+// with none and the next Stop returns them. The claimed tasks still run.
 func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	h.startMu.Lock()
 	h.initZero()
@@ -73,29 +67,22 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	return result, nil
 }
 
-// waitOrDone waits for c to close and reports whether it did, looking at c
-// before ctx so that a done ctx still sees what has happened.
+// waitOrDone waits for c to close or ctx to be done, and reports whether c
+// has closed, so that a done ctx still sees what has happened.
 func waitOrDone(ctx context.Context, c <-chan struct{}) bool {
+	select {
+	case <-c:
+	case <-ctx.Done():
+	}
 	select {
 	case <-c:
 		return true
 	default:
-	}
-	select {
-	case <-c:
-		return true
-	case <-ctx.Done():
-		select {
-		case <-c:
-			return true
-		default:
-			return false
-		}
+		return false
 	}
 }
 
-// takeStopResult returns the shutdown's timeouts to the first caller, nil
-// to the others.
+// takeStopResult returns the shutdown's timeouts to the first caller.
 func (h *HashedWheelTimer) takeStopResult() []Timeout {
 	h.startMu.Lock()
 	defer h.startMu.Unlock()
@@ -120,8 +107,7 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 }
 
 // stopOutliver is a task whose timeout Stop moves to a timer of the
-// clock's own, not returns: a context's or a channel timer's. It counts
-// its own fallback.
+// clock's own, counting its own fallback.
 type stopOutliver interface {
 	outliveStop(t *timeout)
 }
@@ -200,7 +186,6 @@ func discardReports(q *mpsc.Queue[timeout]) {
 	}
 }
 
-// exit lets Stop return.
 func (w *worker) exit() {
 	h := w.timer
 	w.dispatcher.Close()
