@@ -105,6 +105,13 @@ bench-quick:
 install-check:
 	bash scripts/install-check.sh
 
+## trips: the functions one timeout's trip and one Cancel's run, recounted
+## with a coverage build of scripts/trip and checked against the lists in
+## docs/design.md (scripts/trips.sh); a few seconds.
+.PHONY: trips
+trips:
+	bash scripts/trips.sh
+
 ## cover: unit tests with a coverage report in coverage.html.
 cover:
 	$(GO) test -race -coverprofile=coverage.out ./...
