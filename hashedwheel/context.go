@@ -11,18 +11,15 @@ import (
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
-// WithTimeout returns WithDeadline(parent, now.Add(d)), now on the timer's
-// clock.
+// WithTimeout returns WithDeadline(parent, h.Now().Add(d)).
 func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return h.WithTimeoutCause(parent, d, nil)
 }
 
-// farDelay is a delay beyond which now + delay may saturate on the timer's
-// clock: WithTimeout then takes the deadline from the wall clock.
+// farDelay is a delay past which WithTimeout reads the wall clock, lest now + d saturate.
 const farDelay = math.MaxInt64 / 2
 
-// WithTimeoutCause is WithTimeout, with cause as the context's cause once
-// its deadline passes.
+// WithTimeoutCause is WithTimeout with cause as the cause at the deadline.
 func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Duration, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic(errNilParent)
@@ -53,12 +50,10 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // package's. A parent's earlier deadline is kept; a deadline past or a
 // parent done gives a context done at once. A nil parent panics.
 //
-// The context holds a pending timeout until its deadline or its CancelFunc:
-// call that when the work is done. A live context costs no goroutine
-// (docs/differences.md lists the differences from the context package). A
-// stopped or full timer gives a context whose deadline the clock's
-// AfterFunc keeps, counted in Stats.ContextFallbacks; Stop moves a live
-// context's deadline there too.
+// The context holds a pending timeout until its deadline or CancelFunc:
+// call that when done. A live context costs no goroutine (see
+// docs/differences.md). A stopped or full timer's contexts, and those live
+// at Stop, are kept by the clock's AfterFunc (Stats.ContextFallbacks).
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -125,8 +120,7 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 
 const errNilParent = "cannot create context from nil parent"
 
-// Now returns the current time on the timer's clock (WithClock), on which
-// the deadlines it reports are.
+// Now returns the time on the timer's clock, on which its deadlines are.
 func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
 
 // wallNow reads the timer's clock, setting up a zero HashedWheelTimer first.
@@ -185,8 +179,7 @@ type wheelContext struct {
 	timeout     timeout
 }
 
-// Deadline is fixed at its first call, so that a context nobody asks
-// reads no wall clock.
+// Deadline is fixed at its first call: a context nobody asks reads no wall clock.
 func (c *wheelContext) Deadline() (time.Time, bool) {
 	if c.deadline.Load() == nil {
 		d := c.timeout.Deadline()
@@ -300,8 +293,7 @@ func (c *wheelContext) outliveStop(*timeout) {
 	c.timeout.timer.counters.contextFallbacks.Add(1)
 }
 
-// cancelCtxProbe answers itself for the context package's key of
-// cancellable contexts, by which isCancelCtxKey recognises it.
+// cancelCtxProbe answers itself for the key of cancellable contexts.
 var cancelCtxProbe, _ = context.WithCancel(context.Background())
 
 func isCancelCtxKey(key any) bool {

@@ -7,10 +7,9 @@ import (
 
 var (
 	// ErrStopped is returned by Start, NewTimeout, AfterFunc, Every,
-	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped, from
-	// the first Stop on. The Reset of a ChanTimer or Ticker literal wraps
-	// it too. A stopped timer's After, WithTimeout, WithDeadline and
-	// channel timers' Resets use the clock's own timers instead.
+	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped. The
+	// Reset of a ChanTimer or Ticker literal wraps it too; a stopped timer's
+	// After, WithTimeout, WithDeadline and channel timers fall back instead.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
 	// ErrTooManyPendingTimeouts is returned by NewTimeout, AfterFunc,
@@ -25,8 +24,7 @@ var (
 	ErrNilTask = errors.New("hashedwheel: nil task")
 
 	// ErrInvalidPeriod is returned by Every, NewTicker and Ticker.Reset for
-	// a period of zero or less, or shorter than the timer's tick; the
-	// message names both.
+	// a period of zero or less, or shorter than the timer's tick.
 	ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 	// ErrInvalidSchedule is returned by ScheduleFunc for a nil Scheduler,
@@ -36,9 +34,8 @@ var (
 	// ErrSynctestBubble is wrapped by the error of Start, NewTimeout,
 	// AfterFunc, Every, ScheduleFunc, NewTimer, NewTicker, ChanTimer.Reset
 	// and Ticker.Reset on a timer used inside a testing/synctest bubble it
-	// was not made in, whatever its clock. Make the timer with New inside
-	// the bubble and Stop it there. After, WithTimeout and WithDeadline use
-	// the bubble's own timers.
+	// was not made in: make it in the bubble and Stop it there. After,
+	// WithTimeout and WithDeadline fall back to the bubble's timers.
 	ErrSynctestBubble = errors.New("hashedwheel: timer used in a testing/synctest bubble it was not made in")
 
 	// ErrInvalidOption is wrapped by the error New returns for an option

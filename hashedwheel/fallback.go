@@ -5,9 +5,8 @@ import (
 	"time"
 )
 
-// afterFallback is After's channel when the timer refused it with err: a
-// timer of the clock's own sends on it, or in a testing/synctest bubble the
-// timer may not be used in, one of the bubble's.
+// afterFallback is After's channel when the timer refused it with err,
+// sent on by the clock's own timer, or in a bubble, the bubble's.
 func (h *HashedWheelTimer) afterFallback(delay time.Duration, err error) <-chan time.Time {
 	if errors.Is(err, ErrSynctestBubble) {
 		h.counters.chanFallbacks.Add(1)

@@ -6,12 +6,10 @@ import (
 	"github.com/wheeltimer/wheeltimer/internal/histogram"
 )
 
-// Lateness is how late a timer's tasks started after their deadlines, as
-// histograms: Total, and its parts HandOver, from the deadline to the
-// worker's hand-over to the executor (up to a tick by design, plus the
-// worker's lag), and HandOff, from there to the task's start. A task
-// counts once it has returned, a periodic one for each run. Sub two
-// readings for a window.
+// Lateness is how late a timer's tasks started after their deadlines:
+// Total, and its parts HandOver, to the worker's hand-over to the executor
+// (up to a tick by design), and HandOff, from there to the task's start. A
+// task counts once it has returned, a periodic one each run.
 type Lateness struct {
 	Total, HandOver, HandOff Histogram
 }
@@ -35,8 +33,7 @@ type Histogram struct {
 	Sum, Max time.Duration
 }
 
-// HistogramBound returns the upper bound of bucket i, 2^((i-80)/4) s
-// rounded down to the nanosecond; the largest Duration for the last.
+// HistogramBound returns the upper bound of bucket i, to the nanosecond.
 func HistogramBound(i int) time.Duration { return time.Duration(histogram.Upper(i)) }
 
 // Count returns the number of durations counted.

@@ -65,27 +65,20 @@ const scheduledPeriod = -1
 // maxCatchUp bounds the runs a late worker skips one Next call at a time.
 const maxCatchUp = 1000
 
-// scheduleClaim is a claim's decision, committed once its CAS holds.
-type scheduleClaim struct {
-	named time.Time
-	at    int64
-}
-
-func (s *scheduledTask) commit(c scheduleClaim) { s.named, s.at = c.named, c.at }
-
 // claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
 // clock reading wallNow at now: a run is due once the wall clock reaches
-// its named time. ended reports the runs' end, the timeout then expired.
-func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, c scheduleClaim) {
+// its named time. ended reports the runs' end, the timeout then expired;
+// named is the time of the run due at word's deadline, for the worker to
+// record once word is stored.
+func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, named time.Time) {
 	s := t.task.(*scheduledTask)
 	d := deadlineOf(w)
-	named := s.named
+	named = s.named
 	if d != s.at { // a Reset's deadline
 		named = wallNow.Add(time.Duration(d - now))
 	}
 	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back
-		word = withDeadline(w, max(deadline(now, wait), from))
-		return word, false, 0, false, scheduleClaim{named: named, at: deadlineOf(word)}
+		return withDeadline(w, max(deadline(now, wait), from)), false, 0, false, named
 	}
 	fromWall := wallNow.Add(time.Duration(from - now))
 	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
@@ -97,7 +90,7 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	if ended = !ok; ended {
 		word = withState(word, stateExpired)
 	}
-	return word, dispatch, skipped + skip, ended, scheduleClaim{named: nextNamed, at: deadlineOf(word)}
+	return word, dispatch, skipped + skip, ended, nextNamed
 }
 
 // nextScheduledRun returns the first run Next gives after named and after
@@ -254,11 +247,12 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 			wh.refile(t)
 			return false
 		}
-		next, run, skipped, ended, c := t.claimScheduled(word, now, wallNow, w.claimFrom)
+		next, run, skipped, ended, named := t.claimScheduled(word, now, wallNow, w.claimFrom)
 		if !t.word.CompareAndSwap(word, next) {
 			continue
 		}
-		t.task.(*scheduledTask).commit(c)
+		s := t.task.(*scheduledTask)
+		s.named, s.at = named, deadlineOf(next)
 		h.counters.periodicSkipped.Add(uint64(skipped))
 		if ended {
 			wh.unlink(t)

@@ -10,8 +10,7 @@ import (
 	"time"
 )
 
-// A StatsField describes one field of Stats for a metrics exporter, so
-// that every exporter names, documents and converts the fields alike.
+// A StatsField describes one field of Stats for metrics exporters.
 type StatsField struct {
 	Name string // in snake_case, without its unit: "max_tick_lag"
 	Help string // what the field counts or measures, in a sentence
@@ -24,8 +23,7 @@ type StatsField struct {
 	Value func(s Stats) float64
 }
 
-// StatsFields returns a description of every field of Stats, in the
-// order of the fields.
+// StatsFields describes every field of Stats, in order.
 func StatsFields() []StatsField {
 	fields := []StatsField{
 		{"pending", "Timeouts scheduled that have neither expired, been cancelled nor been returned by Stop; a periodic timeout counts once.", "{timeout}", false, nil},
@@ -142,7 +140,6 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// jsonName is the field's name in the JSON form and in logs.
 func (f StatsField) jsonName() string {
 	if f.Unit == "s" {
 		return f.Name + "_seconds"

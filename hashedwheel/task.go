@@ -6,12 +6,9 @@ import (
 
 // TimerTask is the work a Timer runs when a Timeout expires. Run is called
 // at most once per Timeout, never before its deadline, on a goroutine of
-// the executor; a panic in Run is recovered and logged.
-//
-// A TimerTask may also implement Cancelled(timeout Timeout), to be told
-// once the timer has processed a successful Cancel of one of its timeouts
-// (Netty 4.2's TimerTask.cancelled); it runs on the worker goroutine and
-// must return quickly.
+// the executor; a panic in Run is recovered and logged. A TimerTask may
+// also implement Cancelled(timeout Timeout), called once a successful
+// Cancel is processed, on the worker: it must return quickly.
 type TimerTask interface {
 	Run(timeout Timeout)
 }
@@ -37,9 +34,8 @@ type cancelledHook interface {
 type Timeout interface {
 	Timer() Timer    // the Timer that created this Timeout
 	Task() TimerTask // the TimerTask scheduled
-	// Deadline returns the earliest time the task may run: the wall clock
-	// now plus what remains on the monotonic clock. A periodic timeout's is
-	// its next run's once the run due is claimed.
+	// Deadline returns the earliest time the task may run, the wall clock
+	// now plus what remains; a periodic timeout's next run's once claimed.
 	Deadline() time.Time
 	// IsExpired reports whether the timer has claimed the task for running.
 	IsExpired() bool
@@ -64,8 +60,7 @@ type Timeout interface {
 // io.netty.util.Timer.
 type Timer interface {
 	// NewTimeout schedules task to run once after delay. It fails with
-	// ErrNilTask, ErrStopped or ErrTooManyPendingTimeouts, scheduling
-	// nothing.
+	// ErrNilTask, ErrStopped or ErrTooManyPendingTimeouts.
 	NewTimeout(task TimerTask, delay time.Duration) (Timeout, error)
 	// Stop stops the timer and returns the timeouts that had neither
 	// expired nor been cancelled, each now cancelled; later calls, nil.

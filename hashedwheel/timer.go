@@ -107,16 +107,11 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 
 // init sets up a timer not yet started.
 func (h *HashedWheelTimer) init(cfg config) {
-	shards := newShards(cfg.shards)
-	h.clock = cfg.clock
-	h.tickNanos = int64(cfg.tickDuration)
-	h.shards = shards
-	h.shardMask = uint32(len(shards) - 1)
-	h.maxPending = cfg.maxPending
-	h.config = cfg
-	h.executor = cfg.executor
-	h.done = make(chan struct{})
-	h.released = make(chan struct{})
+	h.shards = newShards(cfg.shards)
+	h.shardMask = uint32(len(h.shards) - 1)
+	h.clock, h.tickNanos, h.maxPending = cfg.clock, int64(cfg.tickDuration), cfg.maxPending
+	h.config, h.executor = cfg, cfg.executor
+	h.done, h.released = make(chan struct{}), make(chan struct{})
 }
 
 // initZero sets up a zero HashedWheelTimer. The caller holds startMu.

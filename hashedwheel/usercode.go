@@ -22,9 +22,8 @@ func (c userCode) String() string {
 	return "TimerTask"
 }
 
-// userCodeFailed counts and logs t's task or hook that panicked with r
-// or, r nil, called runtime.Goexit, with the stack: it runs in the
-// deferred call that recovered r.
+// userCodeFailed counts and logs t's task or hook that panicked with r or,
+// r nil, called runtime.Goexit, from the deferred call that recovered r.
 func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
 	if r == nil {
 		h.counters.goexits.Add(1)
@@ -66,8 +65,7 @@ func funcName(f any) string {
 	return fmt.Sprintf("%T", f)
 }
 
-// runCancelledHook calls the task's Cancelled hook, if any, recovering a
-// panic.
+// runCancelledHook calls the task's Cancelled hook, if any.
 func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 	hook := cancelledHookOf(t.task)
 	if hook == nil {
@@ -83,8 +81,7 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 	returned = true
 }
 
-// cancelledHookOf returns the task's Cancelled hook, or nil, sparing the
-// commonest tasks the dearer interface assertion.
+// cancelledHookOf spares the commonest tasks the dearer interface assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
 	case funcTask, TaskFunc, *everyTask:
