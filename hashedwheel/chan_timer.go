@@ -7,12 +7,11 @@ import (
 	"time"
 )
 
-// ChanTimer is time.Timer on the wheel, with Go 1.23's semantics: once
-// Stop or Reset has returned, no receive from C gets a time from before
-// the call. C has a buffer of one. An armed ChanTimer is held until its
-// deadline, even if unreferenced: Stop one no longer needed. One armed at
-// the timer's Stop still fires, on a timer of the clock's own. Make one
-// with NewTimer; its methods are safe for concurrent use.
+// ChanTimer is time.Timer on the wheel, with Go 1.23's semantics, but for
+// C's buffer of one. An armed ChanTimer is held until its deadline, even
+// if unreferenced: Stop one no longer needed. One armed at the timer's
+// Stop still fires, on a timer of the clock's own. Make one with NewTimer;
+// its methods are safe for concurrent use.
 type ChanTimer struct {
 	C <-chan time.Time
 	s chanSender
@@ -31,7 +30,6 @@ type chanSender struct {
 	sent bool // the current arming has put a time in the slot
 }
 
-// clockArming is an arming on a timer of the clock's own.
 type clockArming struct {
 	s      *chanSender
 	next   int64

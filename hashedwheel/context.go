@@ -48,9 +48,8 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // clock), never before, when the CancelFunc is called, or when parent is
 // done, whichever comes first; Err and context.Cause report as the context
 // package's. A parent's earlier deadline is kept; a deadline past or a
-// parent done gives a context done at once. A nil parent panics.
-//
-// The context holds a pending timeout until its deadline or CancelFunc:
+// parent done gives a context done at once. A nil parent panics. The
+// context holds a pending timeout until its deadline or CancelFunc:
 // call that when done. A live context costs no goroutine (see
 // docs/differences.md). A stopped or full timer's contexts, and those live
 // at Stop, are kept by the clock's AfterFunc (Stats.ContextFallbacks).
@@ -138,8 +137,7 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 	return h.clock.Now()
 }
 
-// arm joins c to parent and schedules its timeout; if the timer refuses,
-// it leaves nothing behind, counts a fallback and returns the error.
+// arm joins c to parent and schedules its timeout, or counts a fallback.
 func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) error {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
@@ -224,9 +222,8 @@ func (c *wheelContext) Err() error {
 	return err
 }
 
-// Value returns parent's value for key, but for the key of cancellable
-// ancestors: nil while not done, so that derived contexts use AfterFunc;
-// once done, a done context carrying the cause, for context.Cause.
+// Value hides the key of cancellable ancestors while not done, so that
+// derived contexts use AfterFunc; once done, it carries the cause.
 func (c *wheelContext) Value(key any) any {
 	if !isCancelCtxKey(key) {
 		return c.inner.Value(key)
@@ -245,13 +242,11 @@ func (c *wheelContext) Value(key any) any {
 	if cause == err {
 		return nil // context.Cause falls back to Err
 	}
-	// Made on each (rare) call: live contexts stay small.
 	done, cancel := context.WithCancelCause(context.Background())
 	cancel(cause)
 	return done.Value(key)
 }
 
-// Run is the task of the context's timeout.
 func (c *wheelContext) Run(Timeout) { c.expire() }
 
 func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
@@ -264,8 +259,7 @@ func (c *wheelContext) cancel() {
 	}
 }
 
-// end cancels inner with cause, then calls the derived contexts'
-// functions on this goroutine, Err and Cause final; it returns the extras.
+// end cancels inner, then calls the derived contexts' functions here.
 func (c *wheelContext) end(cause error) *contextExtras {
 	x := c.extras.Load()
 	if x != nil {

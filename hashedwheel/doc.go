@@ -2,12 +2,10 @@
 // very many timeouts that are mostly cancelled or pushed back before they
 // fire, such as request deadlines, idle-connection checks and heartbeats.
 //
-// One worker goroutine advances a wheel of buckets, a tick at a time.
+// One worker goroutine advances a wheel of buckets a tick at a time,
+// handing due timeouts to an executor, and sleeps while nothing is due.
 // NewTimeout, Cancel and Reset never take a lock nor touch the wheel: they
-// hand the timeout to the worker through lock-free stacks and queues. The
-// worker files new timeouts, unlinks cancelled ones, and hands due ones to
-// an executor, by default a bounded goroutine pool; while nothing is due it
-// sleeps. docs/design.md follows a timeout through it.
+// reach the worker through lock-free stacks and queues (docs/design.md).
 //
 // Besides Netty's Timer and Timeout, a HashedWheelTimer offers AfterFunc,
 // Timeout.Reset, Every and ScheduleFunc for periodic work, WithTimeout and

@@ -28,8 +28,7 @@ const HistogramBuckets = histogram.Len
 // histogram of schema 2, and the last those beyond 64s.
 type Histogram struct {
 	Counts [HistogramBuckets]uint64
-	// Sum is the durations' sum; Max the longest, or, in a window from Sub,
-	// the upper bound of its last bucket counted, no more than the later Max.
+	// Max is the longest; in a window from Sub, its last bucket's bound, at most the later Max.
 	Sum, Max time.Duration
 }
 

@@ -12,9 +12,8 @@ import (
 // alone: a run is running; both: running, and the next run owed. A run due
 // while one waits or is owed is skipped. No run starts once cancelled.
 
-// claimRun returns the word w of a due periodic timeout after the worker's
-// claim, with next as its deadline, whether to dispatch the run, and 1 if
-// it is skipped.
+// claimRun returns the word w after the worker's claim, next its deadline,
+// whether to dispatch the run, and 1 if it is skipped.
 func claimRun(w uint64, next int64) (word uint64, dispatch bool, skipped int) {
 	word = withDeadline(w, next)
 	switch {
@@ -68,8 +67,7 @@ const maxCatchUp = 1000
 // claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
 // clock reading wallNow at now: a run is due once the wall clock reaches
 // its named time. ended reports the runs' end, the timeout then expired;
-// named is the time of the run due at word's deadline, for the worker to
-// record once word is stored.
+// named is Next's time for word's deadline.
 func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, named time.Time) {
 	s := t.task.(*scheduledTask)
 	d := deadlineOf(w)
@@ -141,7 +139,6 @@ func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	return s.Next(at.Round(0)).Round(0), nil
 }
 
-// scheduleFailed counts and logs a schedule ended by its Scheduler's fault.
 func (h *HashedWheelTimer) scheduleFailed(t *timeout, why string) {
 	h.counters.scheduleErrors.Add(1)
 	h.config.logger.Error("hashedwheel: schedule ended: "+why, "timeout", t)
@@ -215,8 +212,8 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 }
 
 // claimSchedules claims the due runs of ScheduleFunc's timeouts after the
-// walk, as Next may call Stop or runtime.Goexit. Each stays listed until
-// claimed, for a goroutine taking over after a Goexit (see callNext).
+// walk, as Next may call Stop or runtime.Goexit; each stays listed until
+// claimed, for a goroutine taking over.
 func (w *worker) claimSchedules() (claimed bool) {
 	h, wh := w.timer, w.wheel
 	for len(wh.schedules) > 0 && !w.stopped {

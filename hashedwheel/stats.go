@@ -107,10 +107,8 @@ const snapshotAttempts = 100
 
 // snapshot reads the processed counts, the accepted count and the
 // processed counts again, until nothing was processed in between: the
-// pending count is then exact at an instant. A pending timeout holds its
-// place under the limit until it is counted processed, so the count never
-// exceeds the limit. After snapshotAttempts, the last reading is clamped
-// and balanced.
+// pending count is then exact at an instant, within the limit, as a place
+// under it is freed after the count. Else the last reading is clamped.
 func (h *HashedWheelTimer) snapshot() pendingSnapshot {
 	c := &h.counters
 	var s pendingSnapshot

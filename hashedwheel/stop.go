@@ -123,24 +123,20 @@ func (w *worker) shutdown() {
 	w.stopped = true
 	result := make([]Timeout, 0, w.wheel.size)
 	moved := 0
-	stop := func(t *timeout) bool {
-		if !t.cancelForStop() {
-			return false
-		}
-		if o, ok := t.task.(stopOutliver); ok {
+	// A timeout found cancelled has its report queued or to come: its
+	// cancellation completes here, and the report is dropped.
+	stop := func(t *timeout) {
+		switch o, ok := t.task.(stopOutliver); {
+		case !t.cancelForStop():
+			w.cancellationDone(t)
+		case ok:
 			o.outliveStop(t)
 			moved++
-			return true
-		}
-		result = append(result, t)
-		return true
-	}
-	stopQueued := func(t *timeout) {
-		t.forgetBelow()
-		if !stop(t) { // cancelled while queued
-			w.cancellationDone(t)
+		default:
+			result = append(result, t)
 		}
 	}
+	stopQueued := func(t *timeout) { t.forgetBelow(); stop(t) }
 	w.staged.takeAll(stopQueued)
 	for i := range h.shards {
 		head, _ := h.shards[i].take(true) // closing: every later push fails
@@ -151,13 +147,7 @@ func (w *worker) shutdown() {
 			t = next
 		}
 	}
-	// A timeout found cancelled here has its report queued or to come: its
-	// cancellation completes here, and the report is dropped.
-	w.wheel.clear(func(t *timeout) {
-		if !stop(t) {
-			w.cancellationDone(t)
-		}
-	})
+	w.wheel.clear(stop)
 	if verifyEachStep {
 		w.checkWheel("shutdown")
 	}

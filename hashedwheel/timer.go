@@ -105,7 +105,6 @@ func New(opts ...Option) (*HashedWheelTimer, error) {
 	return h, nil
 }
 
-// init sets up a timer not yet started.
 func (h *HashedWheelTimer) init(cfg config) {
 	h.shards = newShards(cfg.shards)
 	h.shardMask = uint32(len(h.shards) - 1)
@@ -215,8 +214,7 @@ func asTimeout(t *timeout, err error) (Timeout, error) {
 	return t, nil
 }
 
-// schedule makes a timeout of task due after delay, repeating every period
-// ns if positive, at its Scheduler's times if scheduledPeriod.
+// schedule makes a timeout of task, repeating every period ns if positive.
 func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
 	t := &timeout{task: task}
 	if err := h.scheduleTimeout(t, delay, period); err != nil {
@@ -301,9 +299,9 @@ func (h *HashedWheelTimer) unadmit(n int64) {
 	}
 }
 
-// PendingTimeouts returns the number of timeouts scheduled and neither
-// expired, cancelled nor returned by Stop, a periodic one counting once. It
-// is never more than the WithMaxPendingTimeouts limit, and 0 after Stop.
+// PendingTimeouts returns the number of timeouts neither expired,
+// cancelled nor returned by Stop (so 0 after it), a periodic one counting
+// once; it is at most the WithMaxPendingTimeouts limit.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
 	return h.snapshot().pending
 }
@@ -311,8 +309,7 @@ func (h *HashedWheelTimer) PendingTimeouts() int64 {
 // now returns the clock in nanoseconds after the start.
 func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
 
-// tickDue returns the tick covering deadline: tick n covers (n·tick,
-// (n+1)·tick], and truncation gives deadline 0 tick 0.
+// tickDue returns the tick covering deadline: tick n covers (n·tick, (n+1)·tick].
 func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
 
 // deadline returns now + delay, clamped, and at least now + 1ns, so that

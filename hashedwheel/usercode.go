@@ -95,7 +95,6 @@ type panicError struct{ value any }
 
 func (e panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
 
-// executorRefused counts and logs an executor's refusal.
 func (h *HashedWheelTimer) executorRefused(err error) {
 	h.counters.executorFailures.Add(1)
 	h.config.logger.Warn("hashedwheel: executor refused expired tasks; running them on a new goroutine",
