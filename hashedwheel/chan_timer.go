@@ -7,11 +7,12 @@ import (
 	"time"
 )
 
-// ChanTimer is time.Timer on the wheel, with Go 1.23's semantics, but for
-// C's buffer of one. An armed ChanTimer is held until its deadline, even
-// if unreferenced: Stop one no longer needed. One armed at the timer's
-// Stop still fires, on a timer of the clock's own. Make one with NewTimer;
-// its methods are safe for concurrent use.
+// ChanTimer is time.Timer on the wheel, with Go 1.23's semantics: once
+// Stop or Reset has returned, no receive from C gets an earlier time; but
+// C has a buffer of one. An armed ChanTimer is held until its deadline,
+// even if unreferenced: Stop one no longer needed. One armed at the
+// timer's Stop still fires. Make one with NewTimer; its methods are safe
+// for concurrent use.
 type ChanTimer struct {
 	C <-chan time.Time
 	s chanSender

@@ -16,7 +16,8 @@ func (h *HashedWheelTimer) WithTimeout(parent context.Context, d time.Duration) 
 	return h.WithTimeoutCause(parent, d, nil)
 }
 
-// farDelay is a delay past which WithTimeout reads the wall clock, lest now + d saturate.
+// farDelay is the delay past which WithTimeout reads the wall clock, lest
+// now + d saturate.
 const farDelay = math.MaxInt64 / 2
 
 // WithTimeoutCause is WithTimeout with cause as the cause at the deadline.
@@ -49,10 +50,10 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 // done, whichever comes first; Err and context.Cause report as the context
 // package's. A parent's earlier deadline is kept; a deadline past or a
 // parent done gives a context done at once. A nil parent panics. The
-// context holds a pending timeout until its deadline or CancelFunc:
-// call that when done. A live context costs no goroutine (see
-// docs/differences.md). A stopped or full timer's contexts, and those live
-// at Stop, are kept by the clock's AfterFunc (Stats.ContextFallbacks).
+// context holds a pending timeout until its deadline or CancelFunc: call
+// that when done. A live context costs no goroutine (docs/differences.md).
+// A stopped or full timer's contexts, and those live at Stop, are kept by
+// the clock's AfterFunc (Stats.ContextFallbacks).
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
@@ -164,8 +165,8 @@ func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expi
 var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 
 // wheelContext is the context of WithTimeout and WithDeadline: inner, a
-// child of the parent, joins it without a goroutine; the timeout, in the same
-// allocation, cancels inner at the deadline. Value hides inner from
+// child of the parent, joins it without a goroutine; the timeout, in the
+// same allocation, cancels inner at the deadline. Value hides inner from
 // derived contexts, so that they see DeadlineExceeded, not Canceled: they
 // join through AfterFunc (context_afterfunc.go).
 type wheelContext struct {
@@ -259,11 +260,12 @@ func (c *wheelContext) cancel() {
 	}
 }
 
-// end cancels inner, then calls the derived contexts' functions here.
+// end cancels inner, then calls the derived contexts' functions on this
+// goroutine, Err and Cause final.
 func (c *wheelContext) end(cause error) *contextExtras {
 	x := c.extras.Load()
 	if x != nil {
-		x.stopWatch()
+		x.stopWatch() // the calls are made here, not by the watch
 	}
 	c.cancelInner(cause)
 	if x == nil {
