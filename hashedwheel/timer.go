@@ -194,7 +194,8 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	return asTimeout(h.schedule(task, delay, 0))
+	t := &timeout{task: task}
+	return asTimeout(t, h.scheduleTimeout(t, delay, 0))
 }
 
 // AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
@@ -203,7 +204,8 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	return asTimeout(h.schedule(funcTask(f), delay, 0))
+	t := &timeout{task: funcTask(f)}
+	return asTimeout(t, h.scheduleTimeout(t, delay, 0))
 }
 
 // asTimeout returns nil, not a Timeout holding a nil *timeout, on error.
