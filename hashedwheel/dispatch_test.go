@@ -34,13 +34,13 @@ func TestTasksDueTogetherStartTogether(t *testing.T) {
 
 // TestASlowTaskHoldsUpNoShortTaskDueWithIt: slow tasks among short ones
 // due in the same tick, on the default pool: every short task starts
-// within a tick and 5ms of its deadline, as docs/guarantees.md states,
+// within a tick and 10ms of its deadline, as docs/guarantees.md states,
 // while the slow ones still run. Real time is the subject: a machine busy
 // with other work may miss the bound once, so the test tries three times;
 // short tasks held behind slow ones miss it every time.
 func TestASlowTaskHoldsUpNoShortTaskDueWithIt(t *testing.T) {
 	const n, slowEvery, tick = 200, 25, 10 * time.Millisecond // 8 slow
-	const bound, attempts = tick + 5*time.Millisecond, 3
+	const bound, attempts = tick + 10*time.Millisecond, 3
 	var worst []time.Duration
 	for range attempts {
 		late := shortTasksLateBesideSlowOnes(t, n, slowEvery, tick)
