@@ -11,8 +11,9 @@
 // Parallelism drain functions, the executor's size, are out at once;
 // tasks beyond them wait in the queue, costing nothing.
 //
-// A Dispatch keeps twice as many drain functions out as there are
-// processors, enough for short tasks. While slow tasks hold them, a check
+// A Dispatch hands over twice as many drain functions as there are
+// processors, enough for short tasks; those out go on with the segments
+// that follow, so a backlog gains drain functions with each Dispatch. While slow tasks hold them, a check
 // on a runtime timer asks in one step for a drain function for every slow
 // task it expects, so that slow tasks due together start together.
 // Nothing here waits on the executor's goroutines: Execute must not block.
@@ -91,7 +92,7 @@ const (
 )
 
 // startDrainersPerCPU is how many drain functions per processor a Dispatch
-// keeps out; they go on with the next segment.
+// hands over.
 const startDrainersPerCPU = 2
 
 // growInterval is the period of the check.
@@ -226,7 +227,7 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	}
 	d.tail = s
 	d.dispatched += int64(n)
-	k := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0)-d.outstanding)
+	k := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0))
 	h := d.takeHandOffs(k)
 	d.mu.Unlock()
 	d.handOut(h)
