@@ -84,3 +84,66 @@ func BenchmarkExpiryStormLargeHeap(b *testing.B) {
 	}
 	runtime.KeepAlive(held)
 }
+
+// BenchmarkScheduleMillion schedules a million timeouts an hour away on a
+// fresh timer, from one goroutine ("serial") or split among GOMAXPROCS
+// goroutines ("parallel"), then a million time.AfterFunc calls the same
+// way in the same iteration; all share one task, so that neither pays a
+// closure. It reports the wheel's median time for the million
+// ("ms/million") and its median ratio to the runtime's ("x-AfterFunc").
+// Every timer is stopped before the next iteration.
+func BenchmarkScheduleMillion(b *testing.B) {
+	const n = stormSize
+	for _, c := range []struct {
+		name      string
+		producers int
+	}{{"serial", 1}, {"parallel", runtime.GOMAXPROCS(0)}} {
+		b.Run(c.name, func(b *testing.B) {
+			timeouts, timers := make([]Timeout, n), make([]*time.Timer, n)
+			task, f := TaskFunc(func(Timeout) {}), func() {}
+			var wheel, ratio []float64
+			for range b.N {
+				h := startTimer(b)
+				took := scheduleMillion(c.producers, n, func(i int) {
+					timeouts[i], _ = h.NewTimeout(task, time.Hour)
+				})
+				if slices.Contains(timeouts, nil) {
+					b.Fatal("the timer refused a timeout")
+				}
+				h.Stop()
+				clear(timeouts)
+				rt := scheduleMillion(c.producers, n, func(i int) {
+					timers[i] = time.AfterFunc(time.Hour, f)
+				})
+				for _, t := range timers {
+					t.Stop()
+				}
+				clear(timers)
+				wheel = append(wheel, float64(took.Microseconds())/1000)
+				ratio = append(ratio, float64(took)/float64(rt))
+			}
+			median := func(xs []float64) float64 {
+				slices.Sort(xs)
+				return xs[len(xs)/2]
+			}
+			b.ReportMetric(median(wheel), "ms/million")
+			b.ReportMetric(median(ratio), "x-AfterFunc")
+		})
+	}
+}
+
+// scheduleMillion collects garbage, then calls schedule(i) for every i
+// below n, split among producers goroutines started together, and returns
+// the time from their start to the last one's end.
+func scheduleMillion(producers, n int, schedule func(i int)) time.Duration {
+	runtime.GC()
+	start, wait := concurrently(producers, func(p int) {
+		for i := p * n / producers; i < (p+1)*n/producers; i++ {
+			schedule(i)
+		}
+	})
+	began := time.Now()
+	start()
+	wait()
+	return time.Since(began)
+}
