@@ -16,9 +16,10 @@ all: test
 
 ## test: everything CI runs, about 6 minutes on 2 cores: vet, staticcheck,
 ## race tests of every module, the timer's -short tests again at another
-## GOMAXPROCS, short fuzzing, a short soak, the quick benchmark matrix and
-## the install of the library and its exporters as a module user does.
-test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick install-check
+## GOMAXPROCS, short fuzzing, a short soak, the quick benchmark matrix,
+## the install of the library and its exporters as a module user does, and
+## the recount of the trips docs/design.md lists.
+test: lint unit unit-gomaxprocs fuzz-quick soak-quick bench-quick install-check trips
 
 ## check: the quick loop for day-to-day work, about a minute on 2 cores
 ## (several the first time, as the modules download and build): vet and

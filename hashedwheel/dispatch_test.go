@@ -126,15 +126,7 @@ func TestStopFromSeveralTasksAtOnce(t *testing.T) {
 // own, Stop still returns only once the tasks it handed over have.
 func TestStopWaitsForTasksOnAnyExecutor(t *testing.T) {
 	h := startTimer(t, WithTickDuration(time.Millisecond), WithExecutor(goExecutor{}))
-	started, release := make(chan struct{}), make(chan struct{})
-	finished := make(chan struct{})
-	_, err := h.AfterFunc(0, func() {
-		close(started)
-		<-release
-		close(finished)
-	})
-	require.NoError(t, err)
-	<-started
+	release, finished := startHeldTask(t, h)
 	stopped := make(chan bool)
 	go func() {
 		h.Stop()

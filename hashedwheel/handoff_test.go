@@ -1,6 +1,8 @@
 package hashedwheel
 
 import (
+	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -177,17 +179,9 @@ func TestStopFromATaskWaitsForNoTaskOfAnotherTimer(t *testing.T) {
 func TestStopFromAnotherTimersTaskDoesNotWaitForItsTasks(t *testing.T) {
 	a := startTimer(t, WithTickDuration(time.Millisecond))
 	b := startTimer(t, WithTickDuration(time.Millisecond))
-	started, release := make(chan struct{}), make(chan struct{})
-	finished := make(chan struct{})
-	_, err := b.AfterFunc(0, func() {
-		close(started)
-		<-release
-		close(finished)
-	})
-	require.NoError(t, err)
-	<-started
+	release, finished := startHeldTask(t, b)
 	stopped := make(chan struct{})
-	_, err = a.AfterFunc(0, func() {
+	_, err := a.AfterFunc(0, func() {
 		b.Stop()
 		close(stopped)
 	})
@@ -221,4 +215,44 @@ func TestTickLagCountsTicksWithNothingDue(t *testing.T) {
 	close(release)
 	fake.WaitAsleep()
 	assert.GreaterOrEqual(t, h.Stats().MaxTickLag, 9*testTick, "the worker was late for the ticks it missed")
+}
+
+// TestATaskRunsUnderAtMostEightFramesOfTheTimer: on the default executor,
+// a task's stack, as its panic would show it, has at most eight frames of
+// this module's code under the task's own: AfterFunc's, Every's and
+// ScheduleFunc's.
+func TestATaskRunsUnderAtMostEightFramesOfTheTimer(t *testing.T) {
+	h := startTimer(t, WithTickDuration(time.Millisecond))
+	frames := make(chan []string, 3)
+	below := func() {
+		pc := make([]uintptr, 64)
+		walk := runtime.CallersFrames(pc[:runtime.Callers(1, pc)])
+		var ours []string
+		for f, more := walk.Next(); ; f, more = walk.Next() {
+			if strings.HasPrefix(f.Function, "github.com/wheeltimer/wheeltimer/") &&
+				!strings.Contains(f.Function, ".TestATaskRunsUnderAtMostEightFramesOfTheTimer") {
+				ours = append(ours, f.Function)
+			}
+			if !more {
+				break
+			}
+		}
+		frames <- ours
+	}
+	_, err := h.AfterFunc(0, func() { below() })
+	require.NoError(t, err)
+	ours := <-frames
+	assert.LessOrEqual(t, len(ours), 8, "a one-shot task: %v", ours)
+	var once, scheduledOnce sync.Once
+	every, err := h.Every(time.Millisecond, func() { once.Do(below) })
+	require.NoError(t, err)
+	ours = <-frames
+	assert.LessOrEqual(t, len(ours), 8, "Every's task: %v", ours)
+	every.Cancel()
+	scheduled, err := h.ScheduleFunc(schedulerFunc(func(t time.Time) time.Time { return t.Add(time.Millisecond) }),
+		func() { scheduledOnce.Do(below) })
+	require.NoError(t, err)
+	ours = <-frames
+	assert.LessOrEqual(t, len(ours), 8, "ScheduleFunc's task: %v", ours)
+	scheduled.Cancel()
 }

@@ -253,6 +253,23 @@ const (
 	slowTick  = 5 * time.Millisecond
 )
 
+// startHeldTask schedules on h a task due at once that runs until release
+// is closed, and waits until it has started; finished is closed once the
+// task has returned.
+func startHeldTask(t *testing.T, h *HashedWheelTimer) (release, finished chan struct{}) {
+	t.Helper()
+	started := make(chan struct{})
+	release, finished = make(chan struct{}), make(chan struct{})
+	_, err := h.AfterFunc(0, func() {
+		close(started)
+		<-release
+		close(finished)
+	})
+	require.NoError(t, err)
+	<-started
+	return release, finished
+}
+
 // slowTasksLate schedules the slow tasks on h and returns how late each
 // started after its deadline, sorted.
 func slowTasksLate(tb testing.TB, h *HashedWheelTimer) []time.Duration {

@@ -44,10 +44,6 @@ func nextFixedRun(d, from, period int64) (next int64, skipped int) {
 	return d + k*period, int(min(k-1, math.MaxInt32))
 }
 
-type everyTask struct{ f func() }
-
-func (e *everyTask) Run(Timeout) { e.f() }
-
 type scheduledTask struct {
 	s       Scheduler
 	f       func()
@@ -161,7 +157,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
 	}
-	return asTimeout(h.schedule(&everyTask{f: f}, period, int64(period)))
+	return asTimeout(h.schedule(funcTask(f), period, int64(period)))
 }
 
 // startForPeriod checks period, naming call, and starts the timer.

@@ -19,7 +19,7 @@ type TaskFunc func(timeout Timeout)
 // Run calls f(timeout).
 func (f TaskFunc) Run(timeout Timeout) { f(timeout) }
 
-// funcTask is the TimerTask of AfterFunc.
+// funcTask is the TimerTask of AfterFunc and Every.
 type funcTask func()
 
 func (f funcTask) Run(Timeout) { f() }

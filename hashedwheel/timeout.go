@@ -189,16 +189,6 @@ func (t *timeout) forgetBelow() {
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
 }
 
-// run runs the task of a claimed timeout: once, or, for a periodic one,
-// as its run marks say (see periodic.go).
-func (t *timeout) run() {
-	if t.period != 0 {
-		t.runPeriodic()
-		return
-	}
-	t.runTask()
-}
-
 // runTask runs the task, containing a panic or runtime.Goexit: counted
 // and logged, it harms nothing else.
 func (t *timeout) runTask() {
@@ -208,10 +198,13 @@ func (t *timeout) runTask() {
 			t.timer.userCodeFailed(userTask, t, recover())
 		}
 	}()
-	if f, ok := t.task.(funcTask); ok { // AfterFunc's, the commonest
-		f()
-	} else {
-		t.task.Run(t)
+	switch task := t.task.(type) { // called directly: a frame less under the user's function
+	case funcTask: // AfterFunc's and Every's, the commonest
+		task()
+	case *scheduledTask:
+		task.f()
+	default:
+		task.Run(t)
 	}
 	returned = true
 }

@@ -46,8 +46,6 @@ func taskName(task TimerTask) string {
 	switch f := task.(type) {
 	case funcTask, TaskFunc:
 		return funcName(f)
-	case *everyTask:
-		return funcName(f.f)
 	case *scheduledTask:
 		return funcName(f.f)
 	}
@@ -84,7 +82,7 @@ func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
 // cancelledHookOf spares the commonest tasks the dearer interface assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
-	case funcTask, TaskFunc, *everyTask:
+	case funcTask, TaskFunc:
 		return nil
 	}
 	hook, _ := task.(cancelledHook)

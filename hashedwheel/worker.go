@@ -353,7 +353,15 @@ type dueRun struct {
 	timeout  *timeout
 }
 
-func (r dueRun) run() { r.timeout.run() }
+// run runs the claimed timeout's task: once, or, for a periodic one, as
+// its run marks say (see periodic.go).
+func (r dueRun) run() {
+	if t := r.timeout; t.period != 0 {
+		t.runPeriodic()
+	} else {
+		t.runTask()
+	}
+}
 
 // runCancelledHooks calls the Cancelled hooks of the cancellations done so
 // far, each taken before it runs so that none runs twice. It reads the

@@ -19,9 +19,9 @@ import (
 // task, and a task that hands the pool follow-up work never waits for the
 // goroutine it holds itself.
 //
-// A task that panics is logged to slog.Default(), and its goroutine goes
-// on with the queue; one that calls runtime.Goexit ends its own goroutine,
-// and another takes the queue over.
+// A task that panics, logged to slog.Default(), or calls runtime.Goexit
+// ends its own goroutine, and another takes the queue over: the pool's
+// size holds.
 type Ants struct {
 	p *antspool.Pool
 }

@@ -87,26 +87,22 @@ func (p *Pool) Execute(task func()) error {
 }
 
 // run runs task, then the queued functions, oldest first, until none is
-// left. A function that calls runtime.Goexit ends the goroutine: another
-// carries on with the queue.
+// left. A function that panics, logged to slog.Default() with its stack,
+// or calls runtime.Goexit ends the goroutine: another carries on with the
+// queue. So a function runs under no frame of the pool's but run's.
 func (p *Pool) run(task func()) {
 	returned := false
 	defer func() {
-		if !returned {
-			go p.carryOn()
+		if returned {
+			return
 		}
+		if r := recover(); r != nil {
+			slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
+		}
+		go p.carryOn()
 	}()
 	for ; task != nil; task = p.next() {
-		func() {
-			// A panic is logged to slog.Default() with its stack; the
-			// goroutine goes on with the queue.
-			defer func() {
-				if r := recover(); r != nil {
-					slog.Default().Error("pool: task panicked", "panic", r, "stack", string(debug.Stack()))
-				}
-			}()
-			task()
-		}()
+		task()
 	}
 	returned = true
 }
@@ -133,9 +129,9 @@ func (p *Pool) next() func() {
 // maxKept bounds the capacity an empty queue keeps.
 const maxKept = 1 << 10
 
-// carryOn takes over the queue of a goroutine that a function ended with
-// runtime.Goexit, on a new goroutine of ants: handed over from here, as
-// ants counts the ending goroutine busy until it has returned.
+// carryOn takes over the queue of a goroutine that a function ended by a
+// panic or runtime.Goexit, on a new goroutine of ants: handed over from
+// here, as ants counts the ending goroutine busy until it has returned.
 func (p *Pool) carryOn() {
 	if f := p.next(); f != nil && p.pool.Invoke(f) != nil {
 		p.run(f) // ants refused: the function was accepted, so it runs here
