@@ -85,11 +85,13 @@ func WithMaxPendingTimeouts(n int64) Option {
 }
 
 // WithExecutor sets the executor that runs expired tasks, which the caller
-// owns: Stop waits for the tasks but does not release it. Tasks due
-// together are handed over together, at most Cap() at once (1024 without a
-// Cap method), the rest waiting in due order. pool.Inline runs them one at
-// a time on the worker, in deadline order, as Netty does. By default the
-// timer runs tasks in parallel on a pool of its own of 1024 goroutines.
+// owns: Stop waits for the tasks but does not release it. Its Execute must
+// not block (see pool.Executor). Tasks due together are handed over
+// together, at most Cap() at once (1024 without a Cap method; read once,
+// as the timer starts), the rest waiting in due order. pool.Inline runs
+// them one at a time on the worker, in deadline order, as Netty does. By
+// default the timer runs tasks in parallel on a pool of its own of 1024
+// goroutines.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
 		if isNil(e) {
