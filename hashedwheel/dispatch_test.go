@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -35,27 +36,31 @@ func TestTasksDueTogetherStartTogether(t *testing.T) {
 // TestASlowTaskHoldsUpNoShortTaskDueWithIt: slow tasks among short ones
 // due in the same tick, on the default pool: every short task starts
 // within a tick and 10ms of its deadline, as docs/guarantees.md states,
-// while the slow ones still run. Real time is the subject: a machine busy
-// with other work may miss the bound once, so the test tries three times;
-// short tasks held behind slow ones miss it every time.
+// while the slow ones still run. Real time is the subject: on a machine
+// whose cores other work keeps busy, no timer meets that bound, so there
+// the short tasks must start within 10ms of the same tasks with no slow
+// one beside them, timed just before; and the test tries three times.
+// Short tasks held behind slow ones never start until they are released.
 func TestASlowTaskHoldsUpNoShortTaskDueWithIt(t *testing.T) {
 	const n, slowEvery, tick = 200, 25, 10 * time.Millisecond // 8 slow
 	const bound, attempts = tick + 10*time.Millisecond, 3
-	var worst []time.Duration
+	var worst []string
 	for range attempts {
-		late := shortTasksLateBesideSlowOnes(t, n, slowEvery, tick)
-		if late < bound {
+		alone := shortTasksLateBesideSlowOnes(t, n, 0, tick)
+		beside := shortTasksLateBesideSlowOnes(t, n, slowEvery, tick)
+		if beside < bound || beside < alone+10*time.Millisecond {
 			return
 		}
-		worst = append(worst, late)
+		worst = append(worst, fmt.Sprintf("%v (%v alone)", beside, alone))
 	}
 	assert.Fail(t, "short tasks held up by slow ones",
 		"the latest short task started %v after its deadline, in each of %d runs; bound %v", worst, attempts, bound)
 }
 
 // shortTasksLateBesideSlowOnes schedules n tasks due together, every
-// slowEvery-th one blocking until the others have started, and returns how
-// late after its deadline the latest short one started.
+// slowEvery-th one, if slowEvery is positive, blocking until the others
+// have started, and returns how late after its deadline the latest short
+// one started.
 func shortTasksLateBesideSlowOnes(t *testing.T, n, slowEvery int, tick time.Duration) time.Duration {
 	h := startTimer(t, WithTickDuration(tick))
 	defer h.Stop()
@@ -64,7 +69,7 @@ func shortTasksLateBesideSlowOnes(t *testing.T, n, slowEvery int, tick time.Dura
 	lateness := make(chan time.Duration, n)
 	for i := range n {
 		mustSchedule(t, h, TaskFunc(func(to Timeout) {
-			if i%slowEvery == 0 {
+			if slowEvery > 0 && i%slowEvery == 0 {
 				<-release
 				return
 			}
@@ -72,7 +77,11 @@ func shortTasksLateBesideSlowOnes(t *testing.T, n, slowEvery int, tick time.Dura
 		}), 2*tick)
 	}
 	var worst time.Duration
-	for range n - n/slowEvery {
+	short := n
+	if slowEvery > 0 {
+		short -= n / slowEvery
+	}
+	for range short {
 		select {
 		case late := <-lateness:
 			require.GreaterOrEqual(t, late, time.Duration(0), "never before the deadline")
