@@ -103,12 +103,10 @@ const growInterval = 250 * time.Microsecond
 // methods are safe for concurrent use.
 type Dispatcher[T any] struct {
 	cfg      Config[T]
-	inflight atomic.Int64     // tasks dispatched that have not returned
-	waiting  atomic.Int64     // drain functions handed over that have not begun
-	watching atomic.Bool      // the check is armed or running
-	late     histogram.Shared // how late each task started after its deadline
-	handOver histogram.Shared // how late it was handed over: its Dispatch's Config.Now after its deadline
-	handOff  histogram.Shared // how long it waited to start after its Dispatch
+	inflight atomic.Int64 // tasks dispatched that have not returned
+	waiting  atomic.Int64 // drain functions handed over that have not begun
+	watching atomic.Bool  // the check is armed or running
+	lateness lateness     // of the tasks started: the hand-over on Config.Now, the hand-off on the runtime's clock
 
 	mu             sync.Mutex
 	head, tail     *segment[T] // the queue: segments with tasks not yet started, oldest first
@@ -123,11 +121,10 @@ type Dispatcher[T any] struct {
 
 	// The dispatching goroutine's: an inline dispatch, inline[inlineNext:]
 	// yet to run, dispatched at inlineAt.
-	inline                 []T
-	inlineNext             int
-	inlineAt               int64
-	inlineLate, inlineOver histogram.Local
-	inlineOff              histogram.Local
+	inline         []T
+	inlineNext     int
+	inlineAt       int64
+	inlineLateness localLateness
 }
 
 // segment is the tasks of one Dispatch.
@@ -242,9 +239,7 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 func (d *Dispatcher[T]) RunInline() {
 	ran := 0
 	defer func() { // a task that calls runtime.Goexit has finished too
-		d.inlineLate.MergeInto(&d.late)
-		d.inlineOver.MergeInto(&d.handOver)
-		d.inlineOff.MergeInto(&d.handOff)
+		d.inlineLateness.mergeInto(&d.lateness)
 		d.finish(int64(ran))
 	}()
 	for d.inlineNext < len(d.inline) {
@@ -255,10 +250,7 @@ func (d *Dispatcher[T]) RunInline() {
 		var zero T
 		d.inline[i] = zero
 		if d.cfg.Deadline != nil { // each waits for those before it, on the caller's clock
-			now, deadline := d.cfg.Now(), d.cfg.Deadline(t)
-			d.inlineOver.Add(d.inlineAt-deadline, 1)
-			d.inlineOff.Add(now-d.inlineAt, 1)
-			d.inlineLate.Add(now-deadline, 1)
+			d.inlineLateness.add(d.inlineAt-d.cfg.Deadline(t), d.cfg.Now()-d.inlineAt)
 		}
 		d.cfg.Run(t)
 	}
@@ -429,10 +421,7 @@ func (r *drainer[T]) runTask(i int64) {
 	var zero T
 	s.tasks[i] = zero // nothing a finished task captured stays reachable
 	if r.d.cfg.Deadline != nil {
-		over, wait := s.now-r.d.cfg.Deadline(t), r.now-s.at
-		r.handOver.Add(over, 1)
-		r.handOff.Add(wait, 1)
-		r.late.Add(over+wait, 1)
+		r.lateness.add(s.now-r.d.cfg.Deadline(t), r.now-s.at)
 	}
 	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
 	r.d.cfg.Run(t)
@@ -441,16 +430,14 @@ func (r *drainer[T]) runTask(i int64) {
 // drainer is the state of one drain function's run.
 type drainer[T any] struct {
 	d        *Dispatcher[T]
-	s        *segment[T]     // the segment it takes tasks from
-	own      *claim          // its claim of several of s's tasks, made at the first
-	ran      int64           // tasks of s it started: counted finished with the segment
-	claimed  bool            // it has armed the watch, or found it needless
-	now      int64           // the clock at its last claim, on the runtime's monotonic clock since origin
-	yielded  int64           // when it last yielded its processor
-	late     histogram.Local // of the tasks it started, merged with each segment
-	handOver histogram.Local
-	handOff  histogram.Local
-	returned bool // run returned: no task called runtime.Goexit
+	s        *segment[T]   // the segment it takes tasks from
+	own      *claim        // its claim of several of s's tasks, made at the first
+	ran      int64         // tasks of s it started: counted finished with the segment
+	claimed  bool          // it has armed the watch, or found it needless
+	now      int64         // the clock at its last claim, on the runtime's monotonic clock since origin
+	yielded  int64         // when it last yielded its processor
+	lateness localLateness // of the tasks it started, merged with each segment
+	returned bool          // run returned: no task called runtime.Goexit
 }
 
 // finishSegment counts the tasks of the segment the drain function ran,
@@ -461,9 +448,7 @@ func (r *drainer[T]) finishSegment() {
 	}
 	d, s, ran := r.d, r.s, r.ran
 	r.ran = 0
-	r.late.MergeInto(&d.late)
-	r.handOver.MergeInto(&d.handOver)
-	r.handOff.MergeInto(&d.handOff)
+	r.lateness.mergeInto(&d.lateness)
 	// The drain function that counts the last task recycles the slice:
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
@@ -573,7 +558,36 @@ func (d *Dispatcher[T]) recycle(s []T) {
 // start. A task's counts are merged, a segment at a time, once it has
 // returned. All are empty without Config.Deadline.
 func (d *Dispatcher[T]) Lateness() (late, handOver, handOff histogram.Snapshot) {
-	return d.late.Snapshot(), d.handOver.Snapshot(), d.handOff.Snapshot()
+	l := &d.lateness
+	return l.total.Snapshot(), l.handOver.Snapshot(), l.handOff.Snapshot()
+}
+
+// lateness is how late tasks started after their deadlines (total), and
+// its two parts: the hand-over, from the deadline to the task's Dispatch,
+// and the hand-off, from the Dispatch to the task's start.
+type lateness struct {
+	total, handOver, handOff histogram.Shared
+}
+
+// localLateness is the lateness of the tasks one goroutine started, which
+// it merges into the dispatcher's.
+type localLateness struct {
+	total, handOver, handOff histogram.Local
+}
+
+// add counts a task handed over over ns after its deadline that then
+// waited wait ns to start.
+func (l *localLateness) add(over, wait int64) {
+	l.handOver.Add(over, 1)
+	l.handOff.Add(wait, 1)
+	l.total.Add(over+wait, 1)
+}
+
+// mergeInto adds l's counts into sh and empties l.
+func (l *localLateness) mergeInto(sh *lateness) {
+	l.total.MergeInto(&sh.total)
+	l.handOver.MergeInto(&sh.handOver)
+	l.handOff.MergeInto(&sh.handOff)
 }
 
 // Close tells the dispatcher that nothing more will be dispatched; Idle
