@@ -106,9 +106,10 @@ bench-quick:
 install-check:
 	bash scripts/install-check.sh
 
-## trips: the functions one timeout's trip and one Cancel's run, recounted
-## with a coverage build of scripts/trip and checked against the lists in
-## docs/design.md (scripts/trips.sh); a few seconds.
+## trips: the functions one timeout's trip, a pass of the worker with
+## nothing to do and one Cancel beyond it run, recounted with a coverage
+## build of scripts/trip and checked against the lists in docs/design.md
+## (scripts/trips.sh); a few seconds.
 .PHONY: trips
 trips:
 	bash scripts/trips.sh

@@ -11,8 +11,8 @@ import (
 
 // shardChoice is a way of choosing the intake shard a new timeout is
 // pushed onto: the timer's own (pushTimeout: by page until producers meet
-// on a stack, then by processor), by processor from the start
-// (pushByProcessor), or by the 8 KiB page that holds the timeout for good,
+// on a stack, then by processor), by processor from the start (the
+// timer's, spread at once), or by the 8 KiB page that holds the timeout for good,
 // as the timer chose before, kept here to compare. push pushes t and
 // returns the shard's index and the compare-and-swaps that failed on the
 // way.
@@ -27,18 +27,32 @@ var (
 		return index, retries
 	}}
 	byProcessor = shardChoice{"per-P", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
-		_, index, retries, _ := h.pushByProcessor(t)
+		if !h.spread.Load() {
+			h.spread.Store(true)
+		}
+		_, index, retries, _ := h.pushTimeout(t)
 		return index, retries
 	}}
 	byPage = shardChoice{"page", pushByPage}
 )
 
 // pushByPage pushes t onto the shard of the page that holds it, retrying
-// there until its compare-and-swap succeeds.
+// there until its compare-and-swap succeeds, as pushTimeout does before
+// producers meet: a cancelled top without a hook is unlinked.
 func pushByPage(h *HashedWheelTimer, t *timeout) (index uint32, retries int) {
 	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
+	s := &h.shards[index]
 	for {
-		if _, r, _ := h.shards[index].tryPush(t); r != pushContended {
+		top := s.top.Load()
+		below := top
+		if top.currentState() == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
+			below = top.below()
+		}
+		t.prev, t.seq = below, top.seq+1
+		if s.top.CompareAndSwap(top, t) {
+			if below != top {
+				top.forgetBelow()
+			}
 			return index, retries
 		}
 		retries++
@@ -49,7 +63,7 @@ func pushByPage(h *HashedWheelTimer, t *timeout) (index uint32, retries int) {
 // pushed.
 func newQueuedTimeout(h *HashedWheelTimer) *timeout {
 	t := &timeout{timer: h, task: noopTask}
-	t.word.Store(withDeadline(stateQueued, deadline(h.now(), benchDelay)))
+	t.word.Store(withDeadline(stateQueued, h.now(), benchDelay))
 	return t
 }
 

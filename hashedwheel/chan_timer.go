@@ -19,9 +19,9 @@ type ChanTimer struct {
 }
 
 // chanSender sends the time on c for one arming at a time: a timeout of
-// the wheel, cur, or a timer of the clock's own, off. Stop and Reset change
-// the arming and empty c under mu, and a run sends only while its arming
-// is current, under mu: no earlier arming sends after they return.
+// the wheel, cur, or a timer of the clock's own, off. Stop and Reset
+// change the arming and empty c under mu, and a run sends only while its
+// arming is current, under mu: no earlier arming sends after they return.
 type chanSender struct {
 	h    *HashedWheelTimer
 	c    chan time.Time
@@ -95,8 +95,8 @@ func (s *chanSender) disarm() (active bool) {
 // arm arms the disarmed sender, with fallback on the clock's own timer if
 // the timer is stopped or full. The caller holds mu.
 func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error {
-	t, err := s.h.schedule(s, delay, period)
-	switch {
+	t := &timeout{task: s}
+	switch err := s.h.scheduleTimeout(t, delay, period); {
 	case err == nil:
 		s.cur = t
 	case fallback && (errors.Is(err, ErrStopped) || errors.Is(err, ErrTooManyPendingTimeouts)):
@@ -154,8 +154,8 @@ func (h *HashedWheelTimer) After(delay time.Duration) <-chan time.Time {
 	return h.afterFallback(delay, err)
 }
 
-// Stop prevents the ChanTimer from sending, like time.Timer.Stop, and
-// reports whether it stopped a time not yet received.
+// Stop stops the ChanTimer like time.Timer.Stop, reporting whether it
+// stopped a time not yet received.
 func (t *ChanTimer) Stop() bool {
 	t.s.mu.Lock()
 	defer t.s.mu.Unlock()
@@ -184,7 +184,8 @@ func (t *ChanTimer) Reset(delay time.Duration) (active bool, err error) {
 // Ticker is time.Ticker on the wheel, with Go 1.23's semantics; a tick
 // never comes before it is due. A Ticker is held until Stop, even if
 // unreferenced: Stop every Ticker. One running at the timer's Stop goes on
-// ticking. Make one with NewTicker; its methods are safe for concurrent use.
+// ticking. Make one with NewTicker; its methods are safe for concurrent
+// use.
 type Ticker struct {
 	C <-chan time.Time
 	s chanSender

@@ -45,21 +45,21 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 }
 
 // WithDeadline is context.WithDeadline enforced by the timer: Done is
-// closed at the first tick end at or after the deadline (on the timer's
-// clock), never before, when the CancelFunc is called, or when parent is
+// closed at the first tick end at or after the deadline on the timer's
+// clock, never before, when the CancelFunc is called, or when parent is
 // done, whichever comes first; Err and context.Cause report as the context
-// package's. A parent's earlier deadline is kept; a deadline past or a
-// parent done gives a context done at once. A nil parent panics. The
+// package's. A parent's earlier deadline is kept; a past deadline or a
+// done parent gives a context done at once. A nil parent panics. The
 // context holds a pending timeout until its deadline or CancelFunc: call
-// that when done. A live context costs no goroutine (docs/differences.md).
-// A stopped or full timer's contexts, and those live at Stop, are kept by
-// the clock's AfterFunc (Stats.ContextFallbacks).
+// that when done. It costs no goroutine (docs/differences.md). A stopped
+// or full timer's contexts, and those live at Stop, are kept by the
+// clock's AfterFunc (Stats.ContextFallbacks).
 func (h *HashedWheelTimer) WithDeadline(parent context.Context, deadline time.Time) (context.Context, context.CancelFunc) {
 	return h.WithDeadlineCause(parent, deadline, nil)
 }
 
-// WithDeadlineCause is WithDeadline, with cause as the context's cause
-// once its deadline passes; a nil cause means context.DeadlineExceeded.
+// WithDeadlineCause is WithDeadline with cause as the cause at the
+// deadline; nil means DeadlineExceeded.
 func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline time.Time, cause error) (context.Context, context.CancelFunc) {
 	if parent == nil {
 		panic(errNilParent)
@@ -123,7 +123,8 @@ const errNilParent = "cannot create context from nil parent"
 // Now returns the time on the timer's clock, on which its deadlines are.
 func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
 
-// wallNow reads the timer's clock, setting up a zero HashedWheelTimer first.
+// wallNow reads the timer's clock, setting up a zero HashedWheelTimer
+// first.
 func (h *HashedWheelTimer) wallNow() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
@@ -167,7 +168,7 @@ var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 // wheelContext is the context of WithTimeout and WithDeadline: inner, a
 // child of the parent, joins it without a goroutine; the timeout, in the
 // same allocation, cancels inner at the deadline. Value hides inner from
-// derived contexts, so that they see DeadlineExceeded, not Canceled: they
+// derived contexts so that they see DeadlineExceeded, not Canceled: they
 // join through AfterFunc (context_afterfunc.go).
 type wheelContext struct {
 	inner       context.Context
@@ -178,7 +179,8 @@ type wheelContext struct {
 	timeout     timeout
 }
 
-// Deadline is fixed at its first call: a context nobody asks reads no wall clock.
+// Deadline is fixed at its first call: a context nobody asks reads no wall
+// clock.
 func (c *wheelContext) Deadline() (time.Time, bool) {
 	if c.deadline.Load() == nil {
 		d := c.timeout.Deadline()
@@ -252,7 +254,6 @@ func (c *wheelContext) Run(Timeout) { c.expire() }
 
 func (c *wheelContext) expire() { c.end(errDeadlinePassed) }
 
-// cancel is the CancelFunc.
 func (c *wheelContext) cancel() {
 	c.timeout.Cancel()
 	if x := c.end(nil); x != nil {

@@ -23,8 +23,8 @@ type contextExtras struct {
 	firstFree  [2]int32
 }
 
-// afterFuncSlot is one registration; gen changes as it is freed, so that a
-// stale stop function cannot remove a later one.
+// afterFuncSlot is one registration; gen changes as it is freed, lest a
+// stale stop remove a later one.
 type afterFuncSlot struct {
 	f   func()
 	gen uint32
@@ -88,7 +88,8 @@ func (x *contextExtras) unregister(i int32, gen uint32) bool {
 	return true
 }
 
-// run calls the registered functions once; a second call waits for the first.
+// run calls the registered functions once; a second call waits for the
+// first.
 func (x *contextExtras) run() {
 	x.runMu.Lock()
 	defer x.runMu.Unlock()

@@ -8,8 +8,9 @@ import (
 var (
 	// ErrStopped is returned by Start, NewTimeout, AfterFunc, Every,
 	// ScheduleFunc, NewTimer and NewTicker once the timer is stopped. The
-	// Reset of a ChanTimer or Ticker literal wraps it too; a stopped timer's
-	// After, WithTimeout, WithDeadline and channel timers fall back instead.
+	// Reset of a ChanTimer or Ticker literal wraps it too; a stopped
+	// timer's After, WithTimeout, WithDeadline and channel timers fall
+	// back instead.
 	ErrStopped = errors.New("hashedwheel: timer stopped")
 
 	// ErrTooManyPendingTimeouts is returned by NewTimeout, AfterFunc,
@@ -23,8 +24,8 @@ var (
 	// AfterFunc, Every and ScheduleFunc for a nil function.
 	ErrNilTask = errors.New("hashedwheel: nil task")
 
-	// ErrInvalidPeriod is returned by Every, NewTicker and Ticker.Reset for
-	// a period of zero or less, or shorter than the timer's tick.
+	// ErrInvalidPeriod is returned by Every, NewTicker and Ticker.Reset
+	// for a period ≤ 0 or below the tick.
 	ErrInvalidPeriod = errors.New("hashedwheel: invalid period")
 
 	// ErrInvalidSchedule is returned by ScheduleFunc for a nil Scheduler,

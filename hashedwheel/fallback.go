@@ -20,8 +20,8 @@ func (h *HashedWheelTimer) afterFallback(delay time.Duration, err error) <-chan 
 	return c
 }
 
-// bubbleProbe is read outside any testing/synctest bubble: inside one,
-// whose clock starts in 2000, the time since it is negative.
+// bubbleProbe is read outside testing/synctest bubbles: their clocks start
+// in 2000, behind it.
 var bubbleProbe = time.Now()
 
 // inABubble reports whether the caller runs in a testing/synctest bubble.

@@ -54,7 +54,7 @@ func (q *floorQueue) push(t *timeout) {
 func (q *floorQueue) newTimeoutCancel(origin time.Time, h *HashedWheelTimer) {
 	now := int64(time.Since(origin))
 	t := &timeout{timer: h, task: noopTask}
-	t.word.Store(withDeadline(stateQueued, deadline(now, benchDelay)))
+	t.word.Store(withDeadline(stateQueued, now, benchDelay))
 	q.push(t)
 	t.Cancel()
 }

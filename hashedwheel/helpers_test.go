@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wheeltimer/wheeltimer/clock"
+	"github.com/wheeltimer/wheeltimer/internal/clockwork"
 	"github.com/wheeltimer/wheeltimer/internal/leaktest"
 	"github.com/wheeltimer/wheeltimer/internal/racetest"
 	"github.com/wheeltimer/wheeltimer/pool"
@@ -115,7 +116,9 @@ func mustSchedule(tb testing.TB, h *HashedWheelTimer, task TimerTask, delay time
 // sleepingUntil returns the instant of h's clock its worker sleeps until,
 // clockwork.Forever if only a wake-up ends its sleep. Call it while the
 // worker sleeps (after the fake's WaitAsleep).
-func sleepingUntil(h *HashedWheelTimer) int64 { return instant(h.startNanos, h.worker.plannedWake) }
+func sleepingUntil(h *HashedWheelTimer) int64 {
+	return h.startNanos + min(h.worker.plannedWake, clockwork.Forever-h.startNanos)
+}
 
 // startTime returns the wall time of the timer's start on its clock, as
 // the clock reads now: a timeout's Deadline is it plus the deadline, while

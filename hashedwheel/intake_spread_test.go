@@ -20,8 +20,8 @@ func TestProducersMeetingOnAStackSpreadTheTimer(t *testing.T) {
 	require.False(t, h.spreadIfProducersMet(s), "the sentinel on top is the worker's")
 	require.False(t, h.spread.Load())
 
-	_, result, _ := s.tryPush(&timeout{task: noopTask, timer: h})
-	require.Equal(t, pushed, result)
+	_, ok := s.push(&timeout{task: noopTask, timer: h})
+	require.True(t, ok)
 	assert.True(t, h.spreadIfProducersMet(s), "a producer's timeout on top")
 	assert.True(t, h.spread.Load())
 }

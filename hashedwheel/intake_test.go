@@ -40,7 +40,7 @@ type intakeBatch struct {
 	unlinked int
 }
 
-func batch(head *timeout, unlinked int) intakeBatch { return intakeBatch{head, unlinked} }
+func batch(head, _ *timeout, unlinked int) intakeBatch { return intakeBatch{head, unlinked} }
 
 // pop removes and returns the oldest timeout, or nil.
 func (b *intakeBatch) pop() *timeout {
@@ -52,13 +52,12 @@ func (b *intakeBatch) pop() *timeout {
 }
 
 // push pushes t onto s until it is pushed or s is closed, as pushTimeout
-// does onto one shard, and returns what tryPush does.
+// does on a timer of this one shard, and returns the shard's count of
+// pushes and whether t was pushed.
 func (s *shard) push(t *timeout) (uint32, bool) {
-	for {
-		if count, r, _ := s.tryPush(t); r != pushContended {
-			return count, r == pushed
-		}
-	}
+	h := HashedWheelTimer{shards: unsafe.Slice(s, 1)}
+	count, _, _, ok := h.pushTimeout(t)
+	return count, ok
 }
 
 // appendCollected appends the timeouts of b to buf, oldest first.
@@ -200,8 +199,8 @@ func TestIntakeCountWrapsAround(t *testing.T) {
 func cancelQueued(tb testing.TB, t *timeout) {
 	tb.Helper()
 	w := t.word.Load()
-	require.Equal(tb, stateQueued, stateOf(w))
-	require.True(tb, t.word.CompareAndSwap(w, withState(w, stateCancelled)))
+	require.Equal(tb, stateQueued, w&stateMask)
+	require.True(tb, t.word.CompareAndSwap(w, w&^stateMask|stateCancelled))
 }
 
 // TestIntakePushUnlinksCancelledTop: a push onto a timeout cancelled while

@@ -28,7 +28,8 @@ const HistogramBuckets = histogram.Len
 // histogram of schema 2, and the last those beyond 64s.
 type Histogram struct {
 	Counts [HistogramBuckets]uint64
-	// Max is the longest; in a window from Sub, its last bucket's bound, at most the later Max.
+	// Max is the longest; in a window from Sub, its last bucket's bound,
+	// at most the later Max.
 	Sum, Max time.Duration
 }
 

@@ -721,9 +721,19 @@ func (m *modelHarness) endTicks(now, cur int64) (fired, processed int) {
 	return fired, processed
 }
 
+// slotOf returns the histogram slot of a lateness of ns nanoseconds: the
+// first whose upper bound is at least it.
+func slotOf(ns int64) int {
+	s := 0
+	for s < histogram.Len-1 && ns > histogram.Upper(s) {
+		s++
+	}
+	return s
+}
+
 // ran counts a run that started late after its deadline.
 func (m *modelHarness) ran(late int64) {
-	m.late.Counts[histogram.Slot(late)]++
+	m.late.Counts[slotOf(late)]++
 	m.late.Sum += late
 	m.late.Max = max(m.late.Max, late)
 }

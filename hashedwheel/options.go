@@ -17,10 +17,8 @@ import (
 const (
 	DefaultTickDuration  = time.Millisecond
 	DefaultTicksPerWheel = 8192
-	// MinTickDuration is the shortest tick: the runtime cannot sleep less.
-	MinTickDuration = time.Millisecond
-	// MaxTicksPerWheel is the largest wheel New accepts (48 MiB).
-	MaxTicksPerWheel = 1 << 21
+	MinTickDuration      = time.Millisecond // the shortest tick: the runtime cannot sleep less
+	MaxTicksPerWheel     = 1 << 21          // the largest wheel New accepts (48 MiB)
 )
 
 // Option configures a HashedWheelTimer made by New.
@@ -47,9 +45,9 @@ func defaultConfig() config {
 	}
 }
 
-// WithTickDuration sets the time between two ticks, the timer's
-// resolution: a timeout fires within about a tick after its deadline. It
-// must be at least MinTickDuration; a longer tick costs the worker less.
+// WithTickDuration sets the time between ticks, the timer's resolution: a
+// timeout fires within about a tick after its deadline. It must be at
+// least MinTickDuration; a longer tick costs the worker less.
 func WithTickDuration(d time.Duration) Option {
 	return func(c *config) error {
 		if d < MinTickDuration {
@@ -60,9 +58,9 @@ func WithTickDuration(d time.Duration) Option {
 	}
 }
 
-// WithTicksPerWheel sets the number of buckets, 24 bytes each, rounded up
-// to a power of two, in [1, MaxTicksPerWheel]. A timeout beyond one turn
-// of the wheel is visited once a turn: cover the usual delay.
+// WithTicksPerWheel sets the number of buckets, 24 bytes each, in [1,
+// MaxTicksPerWheel], rounded up to a power of two. A timeout more than a
+// turn away is visited every turn: cover the usual delay.
 func WithTicksPerWheel(n int) Option {
 	return func(c *config) error {
 		if n < 1 || n > MaxTicksPerWheel {
@@ -76,7 +74,7 @@ func WithTicksPerWheel(n int) Option {
 
 // WithMaxPendingTimeouts limits the pending timeouts: at the limit,
 // NewTimeout fails with ErrTooManyPendingTimeouts until one expires or is
-// cancelled. Zero or less, the default, means no limit.
+// cancelled. Zero or less (the default): no limit.
 func WithMaxPendingTimeouts(n int64) Option {
 	return func(c *config) error {
 		c.maxPending = max(n, 0)
@@ -90,7 +88,7 @@ func WithMaxPendingTimeouts(n int64) Option {
 // together, at most Cap() at once (1024 without a Cap method; read once,
 // as the timer starts), the rest waiting in due order. pool.Inline runs
 // them one at a time on the worker, in deadline order, as Netty does. By
-// default the timer runs tasks in parallel on a pool of its own of 1024
+// default, tasks run in parallel on the timer's own pool of 1024
 // goroutines.
 func WithExecutor(e pool.Executor) Option {
 	return func(c *config) error {
@@ -114,9 +112,9 @@ func WithLogger(l *slog.Logger) Option {
 	}
 }
 
-// WithClock sets the timer's time source, clock.NewReal() by default. A
-// test's *clock.Fake.Advance returns once every task due by then has run.
-// A custom clock embeds *clock.Real or *clock.Fake; a zero Fake is refused.
+// WithClock sets the time source, clock.NewReal() by default;
+// *clock.Fake.Advance returns once every task due by then has run. A
+// custom clock embeds *clock.Real or *clock.Fake; a zero Fake is refused.
 func WithClock(c clock.Clock) Option {
 	return func(cfg *config) error {
 		if isNil(c) {

@@ -12,10 +12,11 @@ import (
 // alone: a run is running; both: running, and the next run owed. A run due
 // while one waits or is owed is skipped. No run starts once cancelled.
 
-// claimRun returns the word w after the worker's claim, next its deadline,
-// whether to dispatch the run, and 1 if it is skipped.
-func claimRun(w uint64, next int64) (word uint64, dispatch bool, skipped int) {
-	word = withDeadline(w, next)
+// claimRun returns the word w after the worker's claim, its deadline the
+// next run's, from + delay; whether to dispatch the run; and 1 if it is
+// skipped.
+func claimRun(w uint64, from int64, delay time.Duration) (word uint64, dispatch bool, skipped int) {
+	word = withDeadline(w, from, delay)
 	switch {
 	case w&claimedBit != 0:
 		return word, false, 1
@@ -30,7 +31,7 @@ func claimRun(w uint64, next int64) (word uint64, dispatch bool, skipped int) {
 // the first tick not ended.
 func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
 	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
-	word, dispatch, skip := claimRun(w, next)
+	word, dispatch, skip := claimRun(w, next, 0)
 	return word, dispatch, skipped + skip
 }
 
@@ -54,11 +55,10 @@ type scheduledTask struct {
 
 func (s *scheduledTask) Run(Timeout) { s.f() }
 
-// scheduledPeriod is the period of a timeout of ScheduleFunc.
-const scheduledPeriod = -1
-
-// maxCatchUp bounds the runs a late worker skips one Next call at a time.
-const maxCatchUp = 1000
+const (
+	scheduledPeriod = -1   // the period of a timeout of ScheduleFunc
+	maxCatchUp      = 1000 // bounds the runs a late worker skips one Next call at a time
+)
 
 // claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
 // clock reading wallNow at now: a run is due once the wall clock reaches
@@ -71,18 +71,18 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	if d != s.at { // a Reset's deadline
 		named = wallNow.Add(time.Duration(d - now))
 	}
-	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back
-		return withDeadline(w, max(deadline(now, wait), from)), false, 0, false, named
+	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back: at max(now + wait, from)
+		return withDeadline(w, max(now, from-int64(wait)), wait), false, 0, false, named
 	}
 	fromWall := wallNow.Add(time.Duration(from - now))
 	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
-	next := d
+	base, delay := d, time.Duration(0) // ended: the deadline stays
 	if ok {
-		next = deadline(from, nextNamed.Sub(fromWall))
+		base, delay = from, nextNamed.Sub(fromWall)
 	}
-	word, dispatch, skip := claimRun(w, next)
+	word, dispatch, skip := claimRun(w, base, delay)
 	if ended = !ok; ended {
-		word = withState(word, stateExpired)
+		word = word&^stateMask | stateExpired
 	}
 	return word, dispatch, skipped + skip, ended, nextNamed
 }
@@ -124,8 +124,8 @@ func (t *timeout) callNext(s *scheduledTask, at time.Time) (next time.Time, ok b
 	return time.Time{}, false
 }
 
-// callScheduler calls s.Next(at), a panic as an error, without monotonic
-// readings, so that Time.Sub sees wall-clock steps.
+// callScheduler calls s.Next(at), a panic as err, with no monotonic
+// reading: Time.Sub sees clock steps.
 func callScheduler(s Scheduler, at time.Time) (next time.Time, err error) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -157,7 +157,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
 	}
-	return asTimeout(h.schedule(funcTask(f), period, int64(period)))
+	return h.schedule(funcTask(f), period, int64(period))
 }
 
 // startForPeriod checks period, naming call, and starts the timer.
@@ -177,7 +177,7 @@ func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) err
 
 // ScheduleFunc runs f at each time s gives, the first at s.Next(now), each
 // never before it, on the wall clock: after a step of it no run starts
-// before its time nor runs twice; after a step forward, the passed runs
+// before its time nor runs twice; after a step forward, the runs passed
 // run once, as robfig/cron does, the others skipped, counted up to 1000.
 // It starts the timer if needed; the runs otherwise keep Every's
 // guarantees. When Next returns the zero time they end, the timeout then
@@ -204,7 +204,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	case !first.After(now):
 		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
 	}
-	return asTimeout(h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod))
+	return h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod)
 }
 
 // claimSchedules claims the due runs of ScheduleFunc's timeouts after the
@@ -227,13 +227,13 @@ func (w *worker) claimSchedules() (claimed bool) {
 	return claimed
 }
 
-// claimSchedule claims the run of t, found due, and files it for its next
-// run; it reports whether it claimed or skipped a run.
+// claimSchedule claims t's due run, files t for its next, and reports if
+// it claimed or skipped a run.
 func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 	h, wh := w.timer, w.wheel
 	for {
 		word := t.word.Load()
-		if stateOf(word) != stateScheduled {
+		if word&stateMask != stateScheduled {
 			return false // the cancellation pass, or Stop, unlinks it
 		}
 		if deadlineOf(word) > now { // a Reset moved it later
@@ -249,12 +249,13 @@ func (w *worker) claimSchedule(t *timeout, now int64, wallNow time.Time) bool {
 		h.counters.periodicSkipped.Add(uint64(skipped))
 		if ended {
 			wh.unlink(t)
-			w.countExpired(1)
+			h.counters.expired.Add(1)
+			h.unadmit(1)
 		} else {
 			wh.refile(t)
 		}
 		if run {
-			w.due = append(w.due, dueRun{deadlineOf(word), t})
+			w.due = append(w.due, dueRun{Deadline: deadlineOf(word), Task: t})
 		}
 		return run || skipped > 0 || ended
 	}
@@ -285,7 +286,7 @@ func (t *timeout) runPeriodic() {
 func (t *timeout) startRun() bool {
 	for {
 		w := t.word.Load()
-		if w&claimedBit == 0 || w&runningBit != 0 || stateOf(w) == stateCancelled {
+		if w&claimedBit == 0 || w&runningBit != 0 || w&stateMask == stateCancelled {
 			return false
 		}
 		if t.word.CompareAndSwap(w, w&^claimedBit|runningBit) {
@@ -298,7 +299,7 @@ func (t *timeout) startRun() bool {
 func (t *timeout) endRun() bool {
 	for {
 		w := t.word.Load()
-		if w&claimedBit != 0 && stateOf(w) != stateCancelled {
+		if w&claimedBit != 0 && w&stateMask != stateCancelled {
 			if t.word.CompareAndSwap(w, w&^claimedBit) {
 				return true
 			}

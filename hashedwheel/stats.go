@@ -13,10 +13,8 @@ import (
 // snapshot balances: Scheduled = Pending + Expired + Cancelled +
 // ReturnedByStop, and 0 ≤ Pending ≤ the WithMaxPendingTimeouts limit.
 type Stats struct {
-	Pending int64 // PendingTimeouts
-	// Scheduled counts the timeouts accepted, of contexts too while the
-	// wheel keeps their deadline.
-	Scheduled uint64
+	Pending   int64  // PendingTimeouts
+	Scheduled uint64 // timeouts accepted, of contexts too while the wheel keeps their deadline
 	Expired   uint64 // timeouts claimed for running
 	// Cancelled counts the Cancels that returned true, and the contexts
 	// and channel timers Stop moved to the clock's own timers.
@@ -43,7 +41,8 @@ type Stats struct {
 	// after their deadlines, to within 19% above (see Lateness), and
 	// MaxLateness the longest.
 	LatenessP50, LatenessP99, MaxLateness time.Duration
-	// MaxHandOffWait is the longest a task waited for an executor goroutine.
+	// MaxHandOffWait is the longest a task waited for an executor
+	// goroutine.
 	MaxHandOffWait time.Duration
 }
 
@@ -161,11 +160,12 @@ type counters struct {
 const (
 	counterStripesLog2 = 6
 	counterStripes     = 1 << counterStripesLog2
+	cacheLine          = 64
 )
 
-// stripedCounter is a counter that goroutines on many cores add to at once,
-// each to a stripe chosen by its stack's address, so that two seldom write
-// the same cache line.
+// stripedCounter is a counter that goroutines on many cores add to at
+// once, each to a stripe chosen by its stack's address, so that two seldom
+// write the same cache line.
 type stripedCounter struct {
 	stripes [counterStripes]struct {
 		n atomic.Uint64
@@ -173,10 +173,9 @@ type stripedCounter struct {
 	}
 }
 
-const cacheLine = 64
-
 func (c *stripedCounter) add(n uint64) {
-	// A goroutine's stack stays put unless it grows: a stable stripe, no lookup.
+	// A goroutine's stack stays put unless it grows: a stable stripe, no
+	// lookup.
 	var here byte
 	c.stripes[(uintptr(unsafe.Pointer(&here))>>10*0x9e3779b97f4a7c15)>>(64-counterStripesLog2)].n.Add(n)
 }

@@ -14,13 +14,11 @@ import (
 type StatsField struct {
 	Name string // in snake_case, without its unit: "max_tick_lag"
 	Help string // what the field counts or measures, in a sentence
-	// Unit is the field's UCUM unit, as OpenTelemetry wants: "s" for
-	// seconds, else a count's annotation, such as "{timeout}".
-	Unit string
-	// Counter is true for a total that only grows, false for a gauge.
-	Counter bool
-	// Value returns the field of s in its unit: seconds for a duration.
-	Value func(s Stats) float64
+	// Unit is the UCUM unit, for OpenTelemetry: "s" for seconds, else a
+	// count's annotation, as "{timeout}".
+	Unit    string
+	Counter bool                  // true for a total that only grows, false for a gauge
+	Value   func(s Stats) float64 // returns the field of s in its unit: seconds for a duration
 }
 
 // StatsFields describes every field of Stats, in order.
@@ -104,8 +102,8 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-// UnmarshalJSON decodes the form MarshalJSON writes, a duration rounded
-// to the nanosecond; a field it lacks is zero.
+// UnmarshalJSON decodes MarshalJSON's form, a duration rounded to the
+// nanosecond, a missing field zero.
 func (s *Stats) UnmarshalJSON(data []byte) error {
 	var fields map[string]json.Number
 	if err := json.Unmarshal(data, &fields); err != nil {

@@ -20,15 +20,15 @@ import (
 // nothing of the timer runs after (StopContext bounds the wait). Called
 // from a task of any timer, or a hook or Scheduler of this one, Stop does
 // not wait for tasks, so it never deadlocks. It never waits for a free
-// goroutine of the executor, and releases only the timer's own.
+// goroutine of the executor, and releases only the timer's own pool.
 func (h *HashedWheelTimer) Stop() []Timeout {
 	timeouts, _ := h.StopContext(context.Background())
 	return timeouts
 }
 
-// StopContext is Stop with a bound on its waits. Once ctx is done it
-// returns ctx.Err(), with the timeouts if the worker had stopped, else
-// with none and the next Stop returns them. The claimed tasks still run.
+// StopContext is Stop bounded by ctx. Once ctx is done it returns
+// ctx.Err(), with the timeouts if the worker had stopped, else with none,
+// and the next Stop returns them; claimed tasks still run.
 func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 	h.startMu.Lock()
 	h.initZero()
@@ -41,7 +41,6 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 		<-h.done
 		return nil, nil
 	}
-
 	if goid.Current() == h.workerID.Load() {
 		// A task running inline, or a hook, on the worker: shut down here.
 		if prev == timerStarted {
@@ -106,18 +105,18 @@ func (h *HashedWheelTimer) releaseWhenIdle() {
 	})
 }
 
-// stopOutliver is a task whose timeout Stop moves to a timer of the
-// clock's own, counting its own fallback.
+// stopOutliver is a task whose timeout Stop moves to a clock's own timer;
+// it counts its fallback.
 type stopOutliver interface {
 	outliveStop(t *timeout)
 }
 
-// shutdown closes the intake and the report queues, and cancels every
-// pending timeout, leaving them for Stop. It runs on the worker goroutine.
+// shutdown, on the worker goroutine, closes the intake and the report
+// queues and cancels every pending timeout, leaving them for Stop.
 func (w *worker) shutdown() {
 	h := w.timer
-	w.dispatch()   // the claimed timeouts run, even now
-	if w.stopped { // a task it ran inline called Stop, which shut down
+	w.dispatchExpired(false) // the claimed timeouts run, even now
+	if w.stopped {           // a task it ran inline called Stop, which shut down
 		return
 	}
 	w.stopped = true
@@ -128,7 +127,9 @@ func (w *worker) shutdown() {
 	stop := func(t *timeout) {
 		switch o, ok := t.task.(stopOutliver); {
 		case !t.cancelForStop():
-			w.cancellationDone(t)
+			if cancelledHookOf(t.task) != nil {
+				w.hooked = append(w.hooked, t)
+			}
 		case ok:
 			o.outliveStop(t)
 			moved++
@@ -136,24 +137,27 @@ func (w *worker) shutdown() {
 			result = append(result, t)
 		}
 	}
-	stopQueued := func(t *timeout) { t.forgetBelow(); stop(t) }
-	w.staged.takeAll(stopQueued)
-	for i := range h.shards {
-		head, _ := h.shards[i].take(true) // closing: every later push fails
+	head := w.staged // the staged first, then the stacks
+	w.staged, w.stagedTail = nil, nil
+	for i := 0; ; i++ {
 		for t := head; t != nil; {
 			next := t.next
 			t.next = nil
-			stopQueued(t)
+			t.forgetBelow()
+			stop(t)
 			t = next
 		}
+		if i == len(h.shards) {
+			break
+		}
+		head, _, _ = h.shards[i].take(true) // closing: every later push fails
 	}
 	w.wheel.clear(stop)
 	if verifyEachStep {
 		w.checkWheel("shutdown")
 	}
 	for i := range h.shards {
-		discardReports(h.shards[i].cancelled)
-		discardReports(h.shards[i].moved)
+		discardReports(h.shards[i].reports)
 	}
 	h.counters.returnedByStop.Add(uint64(len(result)))
 	h.countCancelled(moved)
@@ -161,8 +165,8 @@ func (w *worker) shutdown() {
 	h.startMu.Lock()
 	h.stopResult = result
 	h.startMu.Unlock()
-	// The hooks last: one that calls runtime.Goexit ends this goroutine,
-	// and the one that takes over calls the rest.
+	// Hooks last: one that calls runtime.Goexit ends this goroutine; its
+	// successor calls the rest.
 	w.runCancelledHooks()
 }
 

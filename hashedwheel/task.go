@@ -37,14 +37,15 @@ type Timeout interface {
 	// Deadline returns the earliest time the task may run, the wall clock
 	// now plus what remains; a periodic timeout's next run's once claimed.
 	Deadline() time.Time
-	// IsExpired reports whether the timer has claimed the task for running.
+	// IsExpired reports whether the timer has claimed the task for
+	// running.
 	IsExpired() bool
 	// IsCancelled reports whether Cancel or Timer.Stop cancelled it.
 	IsCancelled() bool
 	// Cancel prevents the task from running, and returns true for the one
 	// call that cancelled the timeout, false if it had expired or been
-	// cancelled; a periodic run in progress completes. It never blocks; the
-	// timer releases the timeout by the end of the next tick.
+	// cancelled; a periodic run in progress completes. It never blocks;
+	// the timer releases the timeout by the end of the next tick.
 	Cancel() bool
 	// Reset moves the deadline of a timeout neither expired nor cancelled
 	// to now + delay, clamped as NewTimeout does, and returns true: no run
@@ -52,7 +53,8 @@ type Timeout interface {
 	// until a later Reset or Cancel. A run already in progress may still
 	// reach its first line after Reset returns (docs/guarantees.md,
 	// Stats.ResetsDuringRun). Otherwise Reset returns false and changes
-	// nothing. It never blocks; pushing a deadline later allocates nothing.
+	// nothing. It never blocks; pushing a deadline later allocates
+	// nothing.
 	Reset(delay time.Duration) bool
 }
 

@@ -8,6 +8,91 @@ import (
 	"unsafe"
 )
 
+// NewTimeout schedules task to run once, after delay (to 8ns, rounded up;
+// on the next tick if zero or less), on the timer's executor, starting the
+// timer if needed. It fails, scheduling nothing, with ErrNilTask for a nil
+// task, ErrStopped after Stop and ErrTooManyPendingTimeouts at the
+// WithMaxPendingTimeouts limit. It never blocks and may be called from any
+// goroutine; about once in a few thousand calls it yields the processor so
+// that the worker keeps up.
+func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
+	if task == nil {
+		return nil, ErrNilTask
+	}
+	if f, ok := task.(TaskFunc); ok && f == nil {
+		return nil, ErrNilTask
+	}
+	return h.schedule(task, delay, 0)
+}
+
+// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
+// fails as NewTimeout does, and with ErrNilTask for a nil f.
+func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, error) {
+	if f == nil {
+		return nil, ErrNilTask
+	}
+	t := &timeout{task: funcTask(f)}
+	if err := h.scheduleTimeout(t, delay, 0); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// schedule makes a timeout of task, repeating every period ns if positive.
+func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (Timeout, error) {
+	t := &timeout{task: task}
+	if err := h.scheduleTimeout(t, delay, period); err != nil {
+		return nil, err // not a Timeout holding a nil *timeout
+	}
+	return t, nil
+}
+
+// scheduleTimeout hands t, new, to the worker.
+func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
+	if h.state.Load() != timerStarted {
+		if err := h.startIfNeeded(); err != nil {
+			return err
+		}
+	}
+	if h.maxPending > 0 && !h.admit() {
+		h.counters.rejectedFull.Add(1)
+		return tooManyPending(h.maxPending)
+	}
+	now := h.now()
+	if now < 0 || h.probeBubble && inABubble() {
+		// A clock before the start: a bubble the timer was not started in.
+		h.unadmit(1)
+		return h.bubbleError("NewTimeout")
+	}
+	t.timer, t.period = h, period
+	// A plain write: the push that publishes t orders it before any load.
+	// At least 1ns later: never in a tick already ended, processed or not.
+	word := withDeadline(stateQueued, now, max(delay, 1))
+	*(*uint64)(unsafe.Pointer(&t.word)) = word
+	if period == scheduledPeriod {
+		t.task.(*scheduledTask).at = deadlineOf(word)
+	}
+	count, _, _, ok := h.pushTimeout(t)
+	if !ok {
+		h.unadmit(1) // Stop closed the intake first: never accepted
+		h.counters.rejectedStopped.Add(1)
+		return ErrStopped
+	}
+	h.nudgeWorker(uint64(count))
+	if h.watcher != nil {
+		h.watcher.Accepted()
+	}
+	return nil
+}
+
+// now returns the timer's time, in which deadlines are: its clock in
+// nanoseconds since the start.
+func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
+
+// tickDue returns the tick covering deadline: tick n covers (n·tick,
+// (n+1)·tick].
+func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
+
 func (t *timeout) Timer() Timer    { return t.timer }
 func (t *timeout) Task() TimerTask { return t.task }
 
@@ -18,8 +103,8 @@ func (t *timeout) Deadline() time.Time {
 	return t.timer.clock.Now().Add(t.remaining())
 }
 
-// remaining returns the time until the deadline, on the timer's monotonic
-// clock; negative once it has passed.
+// remaining returns the time until the deadline on the timer's clock,
+// negative once it has passed.
 func (t *timeout) remaining() time.Duration {
 	return time.Duration(deadlineOf(t.word.Load()) - t.timer.now())
 }
@@ -34,14 +119,20 @@ func (t *timeout) IsCancelled() bool { return t.currentState() == stateCancelled
 func (t *timeout) Cancel() bool {
 	for {
 		w := t.word.Load()
-		s := stateOf(w)
+		s := w & stateMask
 		if s != stateQueued && s != stateScheduled {
 			return false
 		}
-		if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
-			t.timer.countCancelled(1)
+		if t.word.CompareAndSwap(w, w&^stateMask|stateCancelled) {
+			h := t.timer
+			// Counted before its place is freed: no snapshot sees more
+			// pending than the limit.
+			h.counters.cancelled.add(1)
+			if h.maxPending > 0 {
+				h.admitted.Add(-1)
+			}
 			if s == stateScheduled {
-				t.timer.report(t, false)
+				h.report(t)
 			}
 			return true
 		}
@@ -53,16 +144,16 @@ func (t *timeout) Cancel() bool {
 // the old bucket comes round; an earlier one is reported to it.
 func (t *timeout) Reset(delay time.Duration) bool {
 	h := t.timer
-	d := deadline(h.now(), delay)
+	now := h.now()
 	for {
 		w := t.word.Load()
-		s := stateOf(w)
+		s := w & stateMask
 		if s != stateQueued && s != stateScheduled {
 			return false
 		}
 		// A periodic run claimed and not yet started, or owed, is revoked:
 		// no run starts before the new deadline.
-		next := withDeadline(w, d) &^ claimedBit
+		next := withDeadline(w, now, max(delay, 1)) &^ claimedBit // as NewTimeout's
 		if !t.word.CompareAndSwap(w, next) {
 			continue
 		}
@@ -74,8 +165,8 @@ func (t *timeout) Reset(delay time.Duration) bool {
 		}
 		h.counters.resets.add(1)
 		// A queued timeout is filed by the deadline read when taken in.
-		if s == stateScheduled && tickDue(d, h.tickNanos) < tickDue(deadlineOf(w), h.tickNanos) {
-			h.report(t, true)
+		if s == stateScheduled && tickDue(deadlineOf(next), h.tickNanos) < tickDue(deadlineOf(w), h.tickNanos) {
+			h.report(t)
 		}
 		return true
 	}
@@ -86,10 +177,10 @@ func (t *timeout) Reset(delay time.Duration) bool {
 func (t *timeout) cancelForStop() bool {
 	for {
 		w := t.word.Load()
-		if s := stateOf(w); s != stateQueued && s != stateScheduled {
+		if s := w & stateMask; s != stateQueued && s != stateScheduled {
 			return false
 		}
-		if t.word.CompareAndSwap(w, withState(w, stateCancelled)) {
+		if t.word.CompareAndSwap(w, w&^stateMask|stateCancelled) {
 			return true
 		}
 	}
@@ -107,17 +198,19 @@ func (t *timeout) String() string {
 		t.Deadline().Format(time.RFC3339Nano), state, taskName(t.task))
 }
 
-// A timeout's state word holds its deadline and its state: Cancel, Reset
-// and the worker's claim each decide with one compare-and-swap, and a
-// claim that read a deadline fails if a Reset moved it meanwhile.
+// A timeout's state word holds its deadline and state: Cancel, Reset and
+// the worker's claim each decide with one compare-and-swap, and a claim
+// that read a deadline fails if a Reset moved it.
 //
 //	queued ──worker takes it in──▶ scheduled ──worker claims it──▶ expired
 //	   │                              │
 //	   └──Cancel or Stop──▶ cancelled ◀──Cancel or Stop──┘
 //
-// Reset rewrites the deadline and keeps the state. A periodic timeout stays
-// scheduled: each claim of a run advances its deadline to the next run's,
-// and claimedBit and runningBit mark a run waiting to start, and running.
+// Reset rewrites the deadline and keeps the state. A periodic timeout
+// stays scheduled: each claim of a run advances its deadline to the next
+// run's; claimedBit and runningBit mark a run waiting to start, and
+// running. The state is word&stateMask; a transition to s writes
+// word&^stateMask|s.
 const (
 	stateQueued    uint64 = iota // on an intake stack or staged, not yet in a bucket
 	stateScheduled               // linked in a bucket by the worker
@@ -129,14 +222,12 @@ const (
 	runningBit = 1 << 63 // a periodic timeout's run is running
 	flagsMask  = stateMask | claimedBit | runningBit
 
-	// The deadline, in units of 8ns, fills the 60 bits below runningBit,
-	// the last unit standing for math.MaxInt64.
+	// The deadline, in 8ns units, fills the 60 bits below runningBit; all
+	// ones is math.MaxInt64.
 	deadlineShift = 3
 	deadlineUnit  = 1 << deadlineShift
 	maxDeadlineQ  = 1<<60 - 1
 )
-
-func stateOf(word uint64) uint64 { return word & stateMask }
 
 // deadlineOf returns the deadline held in word, in nanoseconds after the
 // timer's start.
@@ -148,15 +239,14 @@ func deadlineOf(word uint64) int64 {
 	return int64(q << deadlineShift)
 }
 
-// withDeadline returns word with its deadline replaced by d, which is not
-// negative, rounded up to a multiple of 8ns: never earlier than d.
-func withDeadline(word uint64, d int64) uint64 {
-	q := min((uint64(d)+deadlineUnit-1)>>deadlineShift, maxDeadlineQ)
+// withDeadline returns word with its deadline replaced by from + delay,
+// neither negative, saturating at math.MaxInt64 and rounded up to a
+// multiple of 8ns: never earlier.
+func withDeadline(word uint64, from int64, delay time.Duration) uint64 {
+	d := min(uint64(from)+uint64(delay), math.MaxInt64) // below 2⁶⁴: each is below 2⁶³
+	q := min((d+deadlineUnit-1)>>deadlineShift, maxDeadlineQ)
 	return q<<deadlineShift | word&flagsMask
 }
-
-// withState returns word with its state replaced by s.
-func withState(word, s uint64) uint64 { return word&^stateMask | s }
 
 // timeout is the Timeout of a HashedWheelTimer, and the node of its intake
 // stack and bucket list: 64 bytes, one cache line.
@@ -165,18 +255,19 @@ type timeout struct {
 	task  TimerTask
 	word  atomic.Uint64 // deadline and state
 
-	// While queued, prev links to the node below on the intake stack, which
-	// producers may read (forgetBelow), and seq counts the shard's pushes.
-	// Taken in, next and prev link the bucket: the worker's alone.
+	// While queued, prev links to the node below on the intake stack,
+	// which producers may read (forgetBelow), and seq counts the shard's
+	// pushes; next links the staged. In a bucket, next and prev link it:
+	// the worker's alone.
 	next, prev *timeout
 	seq        uint32
 	bucket     uint32 // 1 + the index of the bucket that links it; 0 if none
 
-	period int64 // nanoseconds between the runs of a periodic timeout; scheduledPeriod for ScheduleFunc's; 0 if one-shot
+	period int64 // ns between a periodic timeout's runs; scheduledPeriod for ScheduleFunc's; 0 if one-shot
 }
 
 // currentState returns the state, without the deadline.
-func (t *timeout) currentState() uint64 { return stateOf(t.word.Load()) }
+func (t *timeout) currentState() uint64 { return t.word.Load() & stateMask }
 
 // below returns the node below the timeout on its intake stack.
 func (t *timeout) below() *timeout {
@@ -189,8 +280,18 @@ func (t *timeout) forgetBelow() {
 	atomic.StorePointer((*unsafe.Pointer)(unsafe.Pointer(&t.prev)), nil)
 }
 
-// runTask runs the task, containing a panic or runtime.Goexit: counted
-// and logged, it harms nothing else.
+// run runs the claimed timeout's task, the dispatcher's Run: once, or, for
+// a periodic one, as its run marks say (see periodic.go).
+func (t *timeout) run() {
+	if t.period != 0 {
+		t.runPeriodic()
+	} else {
+		t.runTask()
+	}
+}
+
+// runTask runs the task; a panic or runtime.Goexit in it is counted,
+// logged and contained.
 func (t *timeout) runTask() {
 	returned := false
 	defer func() {

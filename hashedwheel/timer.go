@@ -4,11 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
-	"time"
-	"unsafe"
 
 	"golang.org/x/sys/cpu"
 
@@ -28,12 +25,12 @@ const (
 )
 
 // HashedWheelTimer is a Timer backed by a hashed wheel and one worker
-// goroutine. Make one with New; its methods are safe for concurrent use.
-// The zero value is a timer with the default options. A timer, holding a
-// goroutine and a pool, is meant to be shared. Call Stop when done.
+// goroutine; its methods are safe for concurrent use. Make one with New,
+// or use the zero value for the default options. It holds a goroutine and
+// a pool: share it, and call Stop when done.
 type HashedWheelTimer struct {
 	// Read by every NewTimeout; written only at start and stop, or, for
-	// idle, when the worker sleeps past its next tick and must be woken.
+	// idle, while the worker sleeps past its next tick.
 	state      atomic.Int32
 	idle       atomic.Bool
 	clock      clock.Clock
@@ -180,88 +177,6 @@ func (h *HashedWheelTimer) bubbleError(what string) error {
 		ErrSynctestBubble, what)
 }
 
-// NewTimeout schedules task to run once, after delay (to 8ns, rounded up;
-// on the next tick if zero or less), on the timer's executor, starting the
-// timer if needed. It fails with ErrNilTask for a nil task, ErrStopped
-// after Stop and ErrTooManyPendingTimeouts at the WithMaxPendingTimeouts
-// limit, scheduling nothing. It never blocks, and may be called from any
-// goroutine; about once in a few thousand calls it yields the processor,
-// so that the worker keeps up.
-func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
-	if task == nil {
-		return nil, ErrNilTask
-	}
-	if f, ok := task.(TaskFunc); ok && f == nil {
-		return nil, ErrNilTask
-	}
-	t := &timeout{task: task}
-	return asTimeout(t, h.scheduleTimeout(t, delay, 0))
-}
-
-// AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
-// fails as NewTimeout does, and with ErrNilTask for a nil f.
-func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, error) {
-	if f == nil {
-		return nil, ErrNilTask
-	}
-	t := &timeout{task: funcTask(f)}
-	return asTimeout(t, h.scheduleTimeout(t, delay, 0))
-}
-
-// asTimeout returns nil, not a Timeout holding a nil *timeout, on error.
-func asTimeout(t *timeout, err error) (Timeout, error) {
-	if err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// schedule makes a timeout of task, repeating every period ns if positive.
-func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (*timeout, error) {
-	t := &timeout{task: task}
-	if err := h.scheduleTimeout(t, delay, period); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// scheduleTimeout hands t, new, to the worker.
-func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
-	if h.state.Load() != timerStarted {
-		if err := h.startIfNeeded(); err != nil {
-			return err
-		}
-	}
-	if h.maxPending > 0 && !h.admit() {
-		h.counters.rejectedFull.Add(1)
-		return tooManyPending(h.maxPending)
-	}
-	now := h.now()
-	if now < 0 || h.probeBubble && inABubble() {
-		// A clock before the start: a bubble the timer was not started in.
-		h.unadmit(1)
-		return h.bubbleError("NewTimeout")
-	}
-	t.timer, t.period = h, period
-	// A plain write: the push that publishes t orders it before any load.
-	word := withDeadline(stateQueued, deadline(now, delay))
-	*(*uint64)(unsafe.Pointer(&t.word)) = word
-	if period == scheduledPeriod {
-		t.task.(*scheduledTask).at = deadlineOf(word)
-	}
-	count, _, _, ok := h.pushTimeout(t)
-	if !ok {
-		h.unadmit(1) // Stop closed the intake first: never accepted
-		h.counters.rejectedStopped.Add(1)
-		return ErrStopped
-	}
-	h.nudgeWorker(uint64(count))
-	if h.watcher != nil {
-		h.watcher.Accepted()
-	}
-	return nil
-}
-
 // watched shows a timer to its clock.Fake.
 type watched struct{ h *HashedWheelTimer }
 
@@ -302,34 +217,8 @@ func (h *HashedWheelTimer) unadmit(n int64) {
 }
 
 // PendingTimeouts returns the number of timeouts neither expired,
-// cancelled nor returned by Stop (so 0 after it), a periodic one counting
-// once; it is at most the WithMaxPendingTimeouts limit.
+// cancelled nor returned by Stop (none after it), a periodic one counting
+// once: at most the WithMaxPendingTimeouts limit.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
 	return h.snapshot().pending
-}
-
-// now returns the clock in nanoseconds after the start.
-func (h *HashedWheelTimer) now() int64 { return h.clock.Nanotime() - h.startNanos }
-
-// tickDue returns the tick covering deadline: tick n covers (n·tick, (n+1)·tick].
-func tickDue(deadline, tick int64) int64 { return (deadline - 1) / tick }
-
-// deadline returns now + delay, clamped, and at least now + 1ns, so that
-// it never falls in a tick already ended, processed or not.
-func deadline(now int64, delay time.Duration) int64 {
-	if delay <= 0 {
-		delay = 1
-	}
-	if int64(delay) > math.MaxInt64-now {
-		return math.MaxInt64
-	}
-	return now + int64(delay)
-}
-
-// instant returns start + offset, saturating at clockwork.Forever.
-func instant(start, offset int64) int64 {
-	if offset > clockwork.Forever-start {
-		return clockwork.Forever
-	}
-	return start + offset
 }

@@ -63,23 +63,8 @@ func funcName(f any) string {
 	return fmt.Sprintf("%T", f)
 }
 
-// runCancelledHook calls the task's Cancelled hook, if any.
-func (h *HashedWheelTimer) runCancelledHook(t *timeout) {
-	hook := cancelledHookOf(t.task)
-	if hook == nil {
-		return
-	}
-	returned := false
-	defer func() {
-		if !returned {
-			h.userCodeFailed(userHook, t, recover())
-		}
-	}()
-	hook.Cancelled(t)
-	returned = true
-}
-
-// cancelledHookOf spares the commonest tasks the dearer interface assertion.
+// cancelledHookOf spares the commonest tasks the dearer interface
+// assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
 	case funcTask, TaskFunc:

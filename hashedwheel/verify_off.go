@@ -2,6 +2,6 @@
 
 package hashedwheel
 
-// verifyEachStep is the debug switch of the wheel's invariant check, off
-// in a normal build: see verify_on.go.
+// verifyEachStep, the wheel's invariant check (see verify_on.go), is off
+// in a normal build.
 const verifyEachStep = false

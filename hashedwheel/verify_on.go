@@ -4,9 +4,9 @@ package hashedwheel
 
 // verifyEachStep, set by the wheeltimer_verify build tag, makes the worker
 // check the wheel's invariants after each step of its pass that changes
-// the wheel (wheel.verifyStep says how much of it each time), and panic,
-// naming the step and the broken invariant, on the first failure; and
-// panic on a timeout found due before its deadline, which a normal build
-// logs and keeps. It is a debug switch, as the runtime's verifyTimers, for
-// tests: the model, fuzz and soak tests run with it (make test).
+// the wheel (wheel.verifyStep says how often) and panic on the first
+// failure, naming the step and the invariant; and panic on a timeout found
+// due before its deadline, which a normal build logs and keeps. It is a
+// debug switch for tests, as the runtime's verifyTimers: the model, fuzz
+// and soak tests run with it (make test).
 const verifyEachStep = true

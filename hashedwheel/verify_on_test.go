@@ -27,13 +27,13 @@ func TestVerifyEachStepPanicsOnABrokenWheel(t *testing.T) {
 // work since the last check is a verifyShare-th of the check's.
 func TestVerifyStepChecksTheWholeWheelInShare(t *testing.T) {
 	small := newWheel(8, wheelTick)
-	require.True(t, small.insert(newTestTimeout(inTick(3))))
+	require.True(t, insert(small, newTestTimeout(inTick(3))))
 	require.NoError(t, small.verifyStep())
 	small.buckets[5].minDue = 7 // damage in a bucket no step changed
 	assert.ErrorContains(t, small.verifyStep(), "empty bucket 5 has the bound 7")
 
 	large := newWheel(4096, wheelTick)
-	require.True(t, large.insert(newTestTimeout(inTick(3)))) // a unit of work
+	require.True(t, insert(large, newTestTimeout(inTick(3)))) // a unit of work
 	large.buckets[100].minDue = 7
 	steps := 0
 	for large.verifyStep() == nil {

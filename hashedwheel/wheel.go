@@ -8,15 +8,15 @@ import (
 
 // wheel is the hashed timing wheel of Varghese and Lauck's scheme 6, as in
 // Netty. Tick n covers deadlines in (n·tickDuration, (n+1)·tickDuration]
-// and expires once the clock has reached its end: never before a
-// deadline. A timeout more than a turn away waits in its bucket.
+// and expires once the clock has reached its end: never before a deadline.
+// A timeout more than a turn away waits in its bucket.
 //
-// Where Netty counts each timeout's turns left, the wheel compares the
-// tick of its deadline with the current one, so a Reset that moves a
-// deadline later needs nothing: the walk that finds it not due files it
-// anew. Invariants: a timeout sits in a bucket whose tick is at or before
-// its deadline's; nothing is due before the tick earliest, through which
-// the worker sleeps. Only the worker touches a wheel.
+// Where Netty counts each timeout's turns left, the wheel compares its
+// deadline's tick with the current one, so a Reset moving a deadline later
+// needs nothing: the walk finding it not due refiles it. Invariants: a
+// timeout's bucket is for a tick at or before its deadline's; nothing is
+// due before the tick earliest, through which the worker sleeps. Only the
+// worker touches a wheel.
 type wheel struct {
 	buckets      []bucket
 	occupied     []uint64   // bit i is set while bucket i is not empty
@@ -30,8 +30,8 @@ type wheel struct {
 }
 
 // bucket is one slot of the wheel: a doubly-linked list of timeouts, in
-// the order they were added, and a tick none is due before: exact after
-// its walk, lowered by each link, MaxInt64 while empty.
+// the order added, and a tick none is due before: exact after its walk,
+// lowered by each link, MaxInt64 while empty.
 type bucket struct {
 	head, tail *timeout
 	minDue     int64
@@ -51,32 +51,19 @@ func newWheel(ticksPerWheel int, tickDuration int64) *wheel {
 	return wh
 }
 
-// insert takes the queued timeout t into the bucket of its deadline's
-// tick, or the current one; it fails if t was cancelled while queued.
-func (wh *wheel) insert(t *timeout) bool {
-	for {
-		w := t.word.Load()
-		if stateOf(w) != stateQueued {
-			return false
-		}
-		if t.word.CompareAndSwap(w, withState(w, stateScheduled)) {
-			wh.link(t, max(tickDue(deadlineOf(w), wh.tickDuration), wh.tick))
-			return true
-		}
-	}
-}
-
 // refile moves t to the bucket of its current deadline.
 func (wh *wheel) refile(t *timeout) {
 	wh.unlink(t)
-	wh.link(t, max(tickDue(deadlineOf(t.word.Load()), wh.tickDuration), wh.tick))
+	wh.link(t, deadlineOf(t.word.Load()))
 }
 
-// link appends t to the bucket of tick due.
-func (wh *wheel) link(t *timeout, due int64) {
+// link appends t, due at d, to the bucket of the later of d's tick
+// (tickDue) and the current tick.
+func (wh *wheel) link(t *timeout, d int64) {
 	if verifyEachStep {
 		wh.verifyCredit++
 	}
+	due := max((d-1)/wh.tickDuration, wh.tick)
 	i := due & wh.mask
 	b := &wh.buckets[i]
 	t.prev, t.next = b.tail, nil
@@ -126,11 +113,11 @@ type expiry struct {
 	misplaced int // found due with a deadline after now: kept, never fired early
 }
 
-// expire walks the current tick's bucket, at now, at or after its end, and
-// moves to the next tick. It claims each timeout due, unlinks it and
+// expire walks the current tick's bucket at now, at or after its end, and
+// moves to the next tick. It claims and unlinks each timeout due and
 // appends it to due; claims each due run of a periodic timeout, appends it
 // and files the timeout for its next run; and files elsewhere each timeout
-// that a Reset moved to another tick. It leaves cancelled ones to the
+// a Reset moved to another tick. It leaves cancelled ones to the
 // cancellation pass, and due schedules of ScheduleFunc to the worker
 // (wh.schedules), whose claim calls user code.
 func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
@@ -138,14 +125,14 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 		wh.verifyCredit++
 	}
 	var ex expiry
-	end := wh.endOf(wh.tick)
+	end := (wh.tick + 1) * wh.tickDuration // by now: no overflow
 	b := &wh.buckets[wh.tick&wh.mask]
 	b.minDue = math.MaxInt64 // recomputed from what stays
 	for t, next := b.head, (*timeout)(nil); t != nil; t = next {
 		next = t.next
 	visit:
 		w := t.word.Load()
-		if stateOf(w) != stateScheduled {
+		if w&stateMask != stateScheduled {
 			continue // cancelled: the cancellation pass unlinks it
 		}
 		d := deadlineOf(w)
@@ -155,7 +142,7 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 				b.minDue = min(b.minDue, tick) // a later turn
 			} else {
 				wh.unlink(t) // Reset moved it later
-				wh.link(t, tick)
+				wh.link(t, d)
 			}
 		case d > now:
 			ex.misplaced++
@@ -163,35 +150,33 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 		case t.period == scheduledPeriod:
 			wh.schedules = append(wh.schedules, t)
 		case t.period != 0:
-			word, run, skipped := t.claimEvery(w, wh.tickOf(now)*wh.tickDuration)
+			word, run, skipped := t.claimEvery(w, now/wh.tickDuration*wh.tickDuration)
 			if !t.word.CompareAndSwap(w, word) {
 				goto visit
 			}
 			ex.skipped += skipped
 			wh.unlink(t)
-			wh.link(t, tickDue(deadlineOf(word), wh.tickDuration))
+			wh.link(t, deadlineOf(word))
 			if run {
 				ex.runs++
-				due = append(due, dueRun{d, t})
+				due = append(due, dueRun{Deadline: d, Task: t})
 			}
-		case t.word.CompareAndSwap(w, withState(w, stateExpired)):
+		case t.word.CompareAndSwap(w, w&^stateMask|stateExpired):
 			wh.unlink(t)
 			ex.expired++
-			due = append(due, dueRun{d, t})
+			due = append(due, dueRun{Deadline: d, Task: t})
 		default:
 			goto visit // cancelled or moved meanwhile
 		}
 	}
 	wh.tick++
-	if wh.earliest < wh.tick {
+	if wh.size == 0 {
+		wh.earliest = math.MaxInt64
+	} else if wh.earliest < wh.tick {
 		wh.earliest = wh.findEarliest(wh.tick)
 	}
 	return due, ex
 }
-
-// nextTick returns the tick the worker expires next, at now: the current
-// one, or, up to the tick that covers now, the first with something due.
-func (wh *wheel) nextTick(now int64) int64 { return max(wh.tick, min(wh.earliest, wh.tickOf(now))) }
 
 // findEarliest returns a tick, from or later, before which nothing is due:
 // the least bound of the buckets, scanned from from's, skipping empty
@@ -216,9 +201,6 @@ func (wh *wheel) findEarliest(from int64) int64 {
 	}
 	return max(best, from)
 }
-
-// tickOf returns the first tick not ended at instant.
-func (wh *wheel) tickOf(instant int64) int64 { return instant / wh.tickDuration }
 
 // endOf returns the instant tick ends, saturating.
 func (wh *wheel) endOf(tick int64) int64 {
@@ -247,8 +229,8 @@ func (wh *wheel) clear(f func(*timeout)) {
 
 // verify checks the wheel's invariants: occupied bits, links, states,
 // size, and, if exact, no scheduled timeout due before its bucket's bound
-// or earliest. Not exact, it allows a Reset's move earlier not yet refiled.
-// While the worker runs, only the worker may call it.
+// or earliest; not exact, it allows a Reset's move earlier not yet
+// refiled. While the worker runs, only the worker may call it.
 func (wh *wheel) verify(exact bool) error {
 	linked := 0
 	for i := range wh.buckets {
@@ -265,10 +247,10 @@ func (wh *wheel) verify(exact bool) error {
 }
 
 // verifyStep is the check of the wheeltimer_verify build tag after each
-// step that changes the wheel: verify, not exact, every step on a wheel of
-// verifyAlways buckets and timeouts or fewer, else once the work since the
-// last check is a verifyShare-th of the check's, so that checking costs at
-// most verifyShare times the work it checks.
+// step that changes the wheel: verify, not exact, at every step on a wheel
+// of verifyAlways buckets and timeouts or fewer, else once the work since
+// the last check is a verifyShare-th of the check's, so that checking
+// costs at most verifyShare times the work it checks.
 func (wh *wheel) verifyStep() error {
 	wh.verifyCredit++
 	if cost := len(wh.buckets) + wh.size; cost > verifyAlways && wh.verifyCredit*verifyShare < cost {
@@ -302,12 +284,12 @@ func (wh *wheel) verifyBucket(i int, exact bool) (linked int, err error) {
 			return 0, fmt.Errorf("bucket %d holds %v, which records bucket %d", i, t, int(t.bucket)-1)
 		}
 		w := t.word.Load()
-		switch stateOf(w) {
+		switch w & stateMask {
 		case stateScheduled:
 		case stateCancelled:
 			continue // its cancellation, reported, unlinks it
 		default:
-			return 0, fmt.Errorf("bucket %d holds %v in state %d", i, t, stateOf(w))
+			return 0, fmt.Errorf("bucket %d holds %v in state %d", i, t, w&stateMask)
 		}
 		tick := deadlineOf(w) / wh.tickDuration
 		if exact && tick < b.minDue && tick >= wh.tick {

@@ -18,7 +18,7 @@ const wheelTick = int64(time.Millisecond)
 // newTestTimeout returns a queued timeout, for the wheel to take in.
 func newTestTimeout(deadline int64) *timeout {
 	t := &timeout{timer: &intakeTimer}
-	t.word.Store(withDeadline(stateQueued, deadline))
+	t.word.Store(withDeadline(stateQueued, deadline, 0))
 	return t
 }
 
@@ -32,9 +32,27 @@ func expireTicks(tb testing.TB, wh *wheel, n int, firedAt map[*timeout]int64) {
 		due, ex := wh.expire(wh.endOf(tick), nil)
 		require.Zero(tb, ex.misplaced, "misplaced timeouts")
 		for _, r := range due {
-			firedAt[r.timeout] = tick
+			firedAt[r.Task] = tick
 		}
 	}
+}
+
+// insert takes the queued timeout t into the wheel as the worker's
+// transfer does, and reports whether it was queued.
+func insert(wh *wheel, t *timeout) bool {
+	w := t.word.Load()
+	if w&stateMask != stateQueued || !t.word.CompareAndSwap(w, w&^stateMask|stateScheduled) {
+		return false
+	}
+	wh.link(t, deadlineOf(w))
+	return true
+}
+
+// nextTick returns the tick the worker expires next at now, as
+// expireTimeouts finds it: the current one, or, up to the tick that
+// covers now, the first with something due.
+func nextTick(wh *wheel, now int64) int64 {
+	return max(wh.tick, min(wh.earliest, now/wh.tickDuration))
 }
 
 // inTick returns a deadline in tick k, 8ns after its start: tick k covers
@@ -45,7 +63,7 @@ func inTick(k int64) int64 { return k*wheelTick + deadlineUnit }
 func resetTo(t *timeout, d int64) {
 	for {
 		w := t.word.Load()
-		if t.word.CompareAndSwap(w, withDeadline(w, d)) {
+		if t.word.CompareAndSwap(w, withDeadline(w, d, 0)) {
 			return
 		}
 	}
@@ -70,7 +88,7 @@ func TestWheelFilesByTheTickOfTheDeadline(t *testing.T) {
 	}
 	for _, c := range cases {
 		to := newTestTimeout(c.deadline)
-		require.True(t, wh.insert(to))
+		require.True(t, insert(wh, to))
 		assert.Equal(t, stateScheduled, to.currentState())
 		assert.Equal(t, c.bucket, to.bucket-1, "bucket of deadline %v", time.Duration(c.deadline))
 	}
@@ -79,7 +97,7 @@ func TestWheelFilesByTheTickOfTheDeadline(t *testing.T) {
 
 	cancelled := newTestTimeout(0)
 	require.True(t, cancelled.Cancel())
-	assert.False(t, wh.insert(cancelled), "a timeout cancelled while queued is not taken in")
+	assert.False(t, insert(wh, cancelled), "a timeout cancelled while queued is not taken in")
 	assert.Equal(t, len(cases), wh.size)
 }
 
@@ -99,15 +117,15 @@ func TestWheelFiresOnTheTickCoveringTheDeadline(t *testing.T) {
 				deadline := max(wh.tick*wheelTick+rng.Int64N(int64(size)*5*wheelTick)-2*wheelTick, 0)
 				to := newTestTimeout(deadline)
 				want[to] = max((deadline+wheelTick-1)/wheelTick-1, wh.tick) // ⌈d/tick⌉−1
-				require.True(t, wh.insert(to))
+				require.True(t, insert(wh, to))
 			}
 			if rng.IntN(4) == 0 {
-				wh.tick = wh.nextTick((wh.tick + rng.Int64N(3*int64(size))) * wheelTick)
+				wh.tick = nextTick(wh, (wh.tick+rng.Int64N(3*int64(size)))*wheelTick)
 			}
 			expireTicks(t, wh, rng.IntN(3)+1, firedAt)
 		}
 		for wh.size > 0 {
-			wh.tick = wh.nextTick(math.MaxInt64)
+			wh.tick = nextTick(wh, math.MaxInt64)
 			expireTicks(t, wh, 1, firedAt)
 		}
 		require.Len(t, firedAt, len(want), "wheel of %d: every timeout expires", size)
@@ -125,7 +143,7 @@ func TestWheelTransferBeforeExpire(t *testing.T) {
 	wh := newWheel(4, wheelTick)
 	wh.tick = 3
 	to := newTestTimeout(inTick(7)) // tick 7: the current bucket
-	require.True(t, wh.insert(to))
+	require.True(t, insert(wh, to))
 	require.Equal(t, uint32(3), to.bucket-1)
 	firedAt := map[*timeout]int64{}
 	expireTicks(t, wh, 5, firedAt)
@@ -136,8 +154,8 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 	wh := newWheel(4, wheelTick)
 	due := newTestTimeout(0)
 	later := newTestTimeout(4 * wheelTick) // one turn away
-	wh.insert(due)
-	wh.insert(later)
+	insert(wh, due)
+	insert(wh, later)
 	// Cancel's compare-and-swap, without the report to a timer.
 	require.True(t, due.cancelForStop())
 	require.True(t, later.cancelForStop())
@@ -155,7 +173,7 @@ func TestWheelCancelledTimeoutsAreLeftForTheCancelPass(t *testing.T) {
 func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 	wh := newWheel(4, wheelTick)
 	to := newTestTimeout(inTick(10))
-	require.True(t, wh.insert(to)) // tick 10: bucket 2
+	require.True(t, insert(wh, to)) // tick 10: bucket 2
 	wh.tick = 10
 	fired, ex := wh.expire(inTick(10)-1, nil) // now is before the deadline
 	assert.Empty(t, fired)
@@ -169,14 +187,14 @@ func TestWheelKeepsAMisplacedTimeoutInsteadOfFiringItEarly(t *testing.T) {
 func TestWheelResetLaterIsFiledWhenItsOldTickComes(t *testing.T) {
 	wh := newWheel(8, wheelTick)
 	to := newTestTimeout(inTick(2))
-	require.True(t, wh.insert(to))
+	require.True(t, insert(wh, to))
 	resetTo(to, inTick(11)) // bucket 3, a turn away
 	firedAt := map[*timeout]int64{}
 	expireTicks(t, wh, 3, firedAt)
 	assert.Empty(t, firedAt, "not at its old deadline")
 	assert.Equal(t, uint32(3), to.bucket-1, "filed by its new deadline at tick 2")
 	assert.Equal(t, int64(11), wh.earliest)
-	wh.tick = wh.nextTick(100 * wheelTick)
+	wh.tick = nextTick(wh, 100*wheelTick)
 	assert.Equal(t, int64(11), wh.tick, "the ticks before it are skipped")
 	expireTicks(t, wh, 1, firedAt)
 	assert.Equal(t, int64(11), firedAt[to])
@@ -187,7 +205,7 @@ func TestWheelResetLaterIsFiledWhenItsOldTickComes(t *testing.T) {
 func TestWheelRefileMovesATimeoutEarlier(t *testing.T) {
 	wh := newWheel(8, wheelTick)
 	to := newTestTimeout(inTick(100))
-	require.True(t, wh.insert(to))
+	require.True(t, insert(wh, to))
 	assert.Equal(t, int64(100), wh.earliest)
 	resetTo(to, inTick(3))
 	wh.refile(to)
@@ -195,7 +213,7 @@ func TestWheelRefileMovesATimeoutEarlier(t *testing.T) {
 	assert.Equal(t, int64(3), wh.earliest)
 	assert.Equal(t, 1, wh.size)
 	firedAt := map[*timeout]int64{}
-	wh.tick = wh.nextTick(50 * wheelTick)
+	wh.tick = nextTick(wh, 50*wheelTick)
 	expireTicks(t, wh, 1, firedAt)
 	assert.Equal(t, int64(3), firedAt[to])
 	assert.Zero(t, wh.size)
@@ -210,13 +228,13 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	period := 3 * wheelTick
 	to := newTestTimeout(period)
 	to.period = period
-	require.True(t, wh.insert(to))
-	wh.tick = wh.nextTick(100 * wheelTick)
+	require.True(t, insert(wh, to))
+	wh.tick = nextTick(wh, 100*wheelTick)
 	due, ex := wh.expire(wh.endOf(wh.tick), nil)
-	require.Equal(t, []dueRun{{period, to}}, due, "the run for the first deadline")
+	require.Equal(t, []dueRun{{Deadline: period, Task: to}}, due, "the run for the first deadline")
 	assert.Equal(t, 1, ex.runs)
 	w := to.word.Load()
-	assert.Equal(t, stateScheduled, stateOf(w))
+	assert.Equal(t, stateScheduled, w&stateMask)
 	assert.NotZero(t, w&claimedBit, "marked claimed")
 	assert.Equal(t, 2*period, deadlineOf(w), "the next run is a period later")
 
@@ -233,7 +251,7 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 	require.False(t, to.endRun(), "the run returned; none owed")
 	wh.tick = 14 // the tick ending at 15ms
 	due, _ = wh.expire(wh.endOf(wh.tick), nil)
-	assert.Equal(t, []dueRun{{5 * period, to}}, due, "the run for the deadline it was filed for")
+	assert.Equal(t, []dueRun{{Deadline: 5 * period, Task: to}}, due, "the run for the deadline it was filed for")
 	assert.Equal(t, 6*period, deadlineOf(to.word.Load()))
 	assert.Equal(t, 1, wh.size, "a periodic timeout stays in the wheel")
 }
@@ -242,15 +260,15 @@ func TestWheelPeriodicRunsAdvanceByWholePeriods(t *testing.T) {
 // int64 can, rounded up to 8ns, never earlier, with the flags intact.
 func TestDeadlineIsKeptTo8nsRoundedUp(t *testing.T) {
 	for _, d := range []int64{0, 1, 7, 8, 9, 1 << 40, math.MaxInt64 - 8, math.MaxInt64 - 7, math.MaxInt64} {
-		w := withDeadline(stateScheduled|runningBit, d)
+		w := withDeadline(stateScheduled|runningBit, d, 0)
 		got := deadlineOf(w)
 		assert.GreaterOrEqual(t, got, d, "never earlier")
 		if got != math.MaxInt64 { // the last 16ns before math.MaxInt64 read as it
 			assert.Less(t, got-d, int64(8), "within 8ns")
 		}
-		assert.Equal(t, stateScheduled, stateOf(w))
+		assert.Equal(t, stateScheduled, w&stateMask)
 		assert.NotZero(t, w&runningBit)
-		assert.Equal(t, w, withDeadline(w, got), "stable")
+		assert.Equal(t, w, withDeadline(w, got, 0), "stable")
 	}
 }
 
@@ -269,8 +287,8 @@ func TestWheelFindEarliestScansAcrossTheWrap(t *testing.T) {
 			for _, ahead := range []int64{0, 1, 2, int64(size) - 1, int64(size), 3*int64(size) + 2} {
 				wh := newWheel(size, wheelTick)
 				wh.tick = start
-				require.True(t, wh.insert(newTestTimeout(inTick(start+ahead))))
-				require.True(t, wh.insert(newTestTimeout(inTick(start+ahead+int64(size)*7))))
+				require.True(t, insert(wh, newTestTimeout(inTick(start+ahead))))
+				require.True(t, insert(wh, newTestTimeout(inTick(start+ahead+int64(size)*7))))
 				assert.Equal(t, start+ahead, wh.findEarliest(start), "wheel %d, tick %d, %d ahead", size, start, ahead)
 			}
 		}
@@ -283,12 +301,12 @@ func TestWheelFindEarliestScansAcrossTheWrap(t *testing.T) {
 func TestWheelEarliestFollowsExpiry(t *testing.T) {
 	wh := newWheel(16, wheelTick)
 	for _, tick := range []int64{40, 7, 1000} {
-		require.True(t, wh.insert(newTestTimeout(inTick(tick))))
+		require.True(t, insert(wh, newTestTimeout(inTick(tick))))
 	}
 	var order []int64
 	for wh.size > 0 {
 		order = append(order, wh.earliest)
-		wh.tick = wh.nextTick(math.MaxInt64)
+		wh.tick = nextTick(wh, math.MaxInt64)
 		expireTicks(t, wh, 1, map[*timeout]int64{})
 	}
 	assert.Equal(t, []int64{7, 40, 1000}, order)
@@ -297,12 +315,12 @@ func TestWheelEarliestFollowsExpiry(t *testing.T) {
 
 func TestWheelNextTickSkipsIdleTicks(t *testing.T) {
 	wh := newWheel(4, wheelTick)
-	wh.tick = wh.nextTick(10 * wheelTick)
+	wh.tick = nextTick(wh, 10*wheelTick)
 	assert.Equal(t, int64(10), wh.tick, "empty: up to the tick covering now")
-	wh.tick = wh.nextTick(3 * wheelTick)
+	wh.tick = nextTick(wh, 3*wheelTick)
 	assert.Equal(t, int64(10), wh.tick, "never backwards")
-	require.True(t, wh.insert(newTestTimeout(inTick(20))))
-	wh.tick = wh.nextTick(50 * wheelTick)
+	require.True(t, insert(wh, newTestTimeout(inTick(20))))
+	wh.tick = nextTick(wh, 50*wheelTick)
 	assert.Equal(t, int64(20), wh.tick, "not past a due tick")
 }
 
@@ -324,7 +342,7 @@ func TestBucketRemoveKeepsOrder(t *testing.T) {
 	ts := make([]*timeout, 4)
 	for i := range ts {
 		ts[i] = newTestTimeout(int64(8 * i))
-		wh.link(ts[i], int64(10+i))
+		wh.link(ts[i], inTick(int64(10+i)))
 	}
 	assert.Equal(t, int64(10), b.minDue)
 	wh.unlink(ts[0]) // head
@@ -334,7 +352,7 @@ func TestBucketRemoveKeepsOrder(t *testing.T) {
 	require.Same(t, ts[1], b.tail)
 	assert.Nil(t, ts[1].prev)
 	assert.Nil(t, ts[1].next)
-	wh.link(ts[0], 10)
+	wh.link(ts[0], inTick(10))
 	var order []int64
 	wh.clear(func(t *timeout) { order = append(order, deadlineOf(t.word.Load())) })
 	assert.Equal(t, []int64{8, 0}, order)

@@ -16,25 +16,29 @@ import (
 // worker is the goroutine that owns the wheel, as Netty's Worker: it waits
 // for a tick, takes in what producers handed it, expires the tick's bucket
 // and hands the due tasks to the executor. Everything here but the timer's
-// atomics is touched by the worker alone.
+// atomics is the worker's alone.
 type worker struct {
 	timer      *HashedWheelTimer
 	wheel      *wheel
-	dispatcher *dispatch.Dispatcher[dueRun]
-	staged     staging    // collected beyond a tick's budget, not yet in the wheel
+	dispatcher *dispatch.Dispatcher[*timeout]
 	due        []dueRun   // claimed, not yet dispatched
 	hooked     []*timeout // cancelled, whose Cancelled hook is yet to run
 	hookNext   int        // hooked[:hookNext] have run or are running
 	stopped    bool       // shutdown has run
 
-	transfersLeft int   // of the budget of the tick budgetTick
-	budgetTick    int64 //
-	lastActive    int64 // the tick of the last pass that did something: the worker lingers after it
-	lingerTicks   int64 // quiet ticks before the worker sleeps until due
-	plannedWake   int64 // the end of the tick the worker is due back at
-	maxLag        int64 // how late it has been back at most
-	grewAt        int64 // when a dispatch last needed a storm-sized list
-	claimFrom     int64 // the start of the first tick not ended at the pass's now (claimSchedules)
+	// The new timeouts taken beyond a tick's budget, oldest first, linked
+	// through next, for the next ticks to move into the wheel first. Still
+	// queued, they cancel with one compare-and-swap.
+	staged, stagedTail *timeout
+
+	transfersLeft, discardsLeft int   // of the budgets of the tick budgetTick
+	budgetTick                  int64 //
+	lastActive                  int64 // the tick of the last pass that did something: the worker lingers after it
+	lingerTicks                 int64 // quiet ticks before the worker sleeps until due
+	plannedWake                 int64 // the end of the tick the worker is due back at
+	maxLag                      int64 // how late it has been back at most
+	grewAt                      int64 // when a dispatch last needed a storm-sized list
+	claimFrom                   int64 // the start of the first tick not ended at the pass's now (claimSchedules)
 }
 
 // lingerTime is how long a worker keeps ticking after its last activity
@@ -51,11 +55,10 @@ func newWorker(h *HashedWheelTimer) *worker {
 		lingerTicks: linger,
 		plannedWake: math.MaxInt64,
 	}
-	cfg := dispatch.Config[dueRun]{ // Parallelism 0: the executor's size, from its Cap
-		Run:      dueRun.run,
-		Refused:  h.executorRefused,
-		Deadline: func(r dueRun) int64 { return r.deadline },
-		Now:      h.now,
+	cfg := dispatch.Config[*timeout]{ // Parallelism 0: the executor's size, from its Cap
+		Run:     (*timeout).run,
+		Refused: h.executorRefused,
+		Now:     h.now,
 	}
 	if h.executor != pool.Inline {
 		cfg.Executor = h.executor
@@ -83,7 +86,7 @@ func (w *worker) run() {
 	w.dispatcher.RunInline()
 	if len(w.wheel.schedules) > 0 {
 		w.claimSchedules()
-		w.dispatchExpired(w.timer.now())
+		w.dispatchExpired(false)
 	}
 	w.runCancelledHooks()
 	w.loop()
@@ -104,8 +107,8 @@ func (w *worker) loop() {
 		}
 		cancelled := w.processCancelledTasks()
 		transferred := w.transferTimeoutsToBuckets(now)
-		expired := w.expireTimeouts(now)
-		w.dispatchExpired(now)
+		expired, behind := w.expireTimeouts(now)
+		w.dispatchExpired(behind)
 		if len(w.hooked) > 0 {
 			w.runCancelledHooks()
 		}
@@ -113,15 +116,15 @@ func (w *worker) loop() {
 			w.trim()
 		}
 		if woken || cancelled || transferred || expired {
-			w.lastActive = w.wheel.tickOf(now) // linger: more may come
+			w.lastActive = now / w.wheel.tickDuration // linger: more may come
 		}
 	}
 }
 
 // waitForNextTick waits, as Netty's, for the end of the next tick and
 // returns the clock then, or sooner when a producer or Stop wakes it.
-// After lingerTime without activity it sleeps instead until the first tick
-// with something due, with idle set so that producers wake it; it reports
+// After lingerTime without activity it instead sleeps until the first tick
+// with something due, with idle set so that producers wake it, and reports
 // whether it was woken from that sleep. It records how late it is back.
 func (w *worker) waitForNextTick() (now int64, woken bool) {
 	h, wh := w.timer, w.wheel
@@ -131,31 +134,38 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 			w.maxLag = lag
 			h.counters.maxTickLag.Store(lag)
 		}
-		if slept || now >= wh.endOf(wh.nextTick(now)) || h.state.Load() == timerStopped {
-			w.plannedWake = wh.endOf(wh.tickOf(now)) // back after this pass by the end of this tick
+		tick := now / wh.tickDuration // the first tick not ended
+		tickEnd := now + min(wh.tickDuration-now%wh.tickDuration, math.MaxInt64-now)
+		// A tick before it holds something due, or Stop: on with the pass.
+		if slept || wh.tick < tick && wh.earliest < tick || h.state.Load() == timerStopped {
+			w.plannedWake = tickEnd // back after this pass by the end of this tick
 			return now, woken
 		}
-		if wh.tickOf(now)-w.lastActive < w.lingerTicks || w.staged.len() > 0 {
-			w.plannedWake = wh.endOf(wh.nextTick(now))
-			h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
-			continue
+		idle := tick-w.lastActive >= w.lingerTicks && w.staged == nil
+		if !idle {
+			w.plannedWake = tickEnd
+		} else {
+			w.plannedWake = wh.endOf(max(wh.tick, wh.earliest))
+			w.trim()
+			h.idle.Store(true)
+			// A producer that pushed before the flag was visible wakes
+			// nobody.
+			if (!h.intakeEmpty() || h.state.Load() == timerStopped) && h.idle.CompareAndSwap(true, false) {
+				continue
+			} // else a producer took the flag and wakes the worker: Sleep returns at once
 		}
-		w.plannedWake = wh.endOf(max(wh.tick, wh.earliest))
-		w.trim()
-		h.idle.Store(true)
-		// A producer that pushed before the flag was visible wakes nobody.
-		if (!h.intakeEmpty() || h.state.Load() == timerStopped) && h.idle.CompareAndSwap(true, false) {
-			continue
-		} // else a producer took the flag and wakes the worker: Sleep returns at once
-		h.sleeper.Sleep(instant(h.startNanos, w.plannedWake))
-		h.idle.Store(false)
-		woken = true
+		// The sleeper's clock reads the timer's time plus the start.
+		h.sleeper.Sleep(h.startNanos + min(w.plannedWake, clockwork.Forever-h.startNanos))
+		if idle {
+			h.idle.Store(false)
+			woken = true
+		}
 	}
 }
 
 // processCancelledTasks, as Netty's, unlinks the timeouts Cancel reported
-// and files again those a Reset moved earlier; it reports whether it
-// found any.
+// and files again those a Reset moved earlier; it reports whether it found
+// any.
 func (w *worker) processCancelledTasks() (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("processCancelledTasks")
@@ -166,15 +176,16 @@ func (w *worker) processCancelledTasks() (found bool) {
 			continue
 		}
 		s.reported.Store(false) // before the pops: a report after them sets it again
-		for t, ok := s.cancelled.Pop(); ok; t, ok = s.cancelled.Pop() {
+		for t, ok := s.reports.Pop(); ok; t, ok = s.reports.Pop() {
 			found = true
-			w.wheel.unlink(t)
-			w.cancellationDone(t)
-		}
-		for t, ok := s.moved.Pop(); ok; t, ok = s.moved.Pop() {
-			found = true
-			// Cancelled or expired since, its own path unlinks it.
-			if t.currentState() == stateScheduled {
+			switch {
+			case t.bucket == 0: // unlinked since: expired, or reported twice
+			case t.word.Load()&stateMask == stateCancelled:
+				w.wheel.unlink(t)
+				if cancelledHookOf(t.task) != nil { // at the end of the pass: it may call Stop, which must find every timeout placed
+					w.hooked = append(w.hooked, t)
+				}
+			default: // a Reset moved it earlier
 				w.wheel.refile(t)
 			}
 		}
@@ -182,102 +193,83 @@ func (w *worker) processCancelledTasks() (found bool) {
 	return found
 }
 
-// cancellationDone records that t, cancelled, has left the wheel or the
-// intake. Its Cancelled hook runs at the end of the pass: it may call
-// Stop, which must find every timeout placed.
-func (w *worker) cancellationDone(t *timeout) {
-	if cancelledHookOf(t.task) != nil {
-		w.hooked = append(w.hooked, t)
-	}
-}
-
-// The worker's budgets per tick, as Netty's 100 000, so that producers
-// adding in a tight loop cannot starve expiry: the rest wait, staged, for
-// the ticks that follow. Dropping a cancelled one costs far less.
+// The worker's per-tick budgets, as Netty's 100 000, so producers in a
+// tight loop cannot starve expiry: the rest wait, staged, for later ticks.
+// Dropping a cancelled one costs far less.
 const (
 	maxTransfersPerTick = 100_000
 	maxDiscardsPerTick  = 10 * maxTransfersPerTick
-	transferBatch       = 64 // staged timeouts moved at a time
 )
 
-// transferTimeoutsToBuckets, as Netty's, moves new timeouts into the
-// wheel while the tick's budget lasts, the staged first, and drops those
+// transferTimeoutsToBuckets, as Netty's, moves new timeouts into the wheel
+// while the tick's budgets last, the staged first, and drops those
 // cancelled. It stages the rest, and all while any is staged, so that each
 // producer's reach the wheel in order. It reports whether it found any.
 func (w *worker) transferTimeoutsToBuckets(now int64) (found bool) {
 	if verifyEachStep {
 		defer w.checkWheel("transferTimeoutsToBuckets")
 	}
-	if tick := w.wheel.tickOf(now); tick > w.budgetTick {
-		w.transfersLeft, w.budgetTick = maxTransfersPerTick, tick
+	if tick := now / w.wheel.tickDuration; tick > w.budgetTick {
+		w.transfersLeft, w.discardsLeft, w.budgetTick = maxTransfersPerTick, maxDiscardsPerTick, tick
 	}
-	var buf [transferBatch]*timeout
-	for discards := maxDiscardsPerTick; w.transfersLeft > 0 && discards > 0 && !w.stopped && w.staged.len() > 0; {
-		n := w.staged.pop(buf[:min(transferBatch, w.transfersLeft, discards)])
-		if n == 0 {
-			break
-		}
-		found = true
-		// Written on other cores long ago: loaded together, the cache
-		// misses overlap.
-		var states [transferBatch]uint64
-		for j, t := range buf[:n] {
-			states[j] = t.currentState()
-		}
-		for j, t := range buf[:n] {
-			if states[j] != stateCancelled && w.wheel.insert(t) {
-				w.transfersLeft--
-			} else {
-				w.drop(t)
-				discards--
-			}
-			buf[j] = nil
-		}
-	}
-	for i := 0; i < len(w.timer.shards) && !w.stopped; i++ {
-		head, unlinked := w.timer.shards[i].take(false)
-		found = found || head != nil || unlinked != 0
+	head, tail := w.staged, w.stagedTail
+	w.staged, w.stagedTail = nil, nil
+	found = head != nil
+	for i := 0; ; i++ {
 		for t := head; t != nil; {
+			if w.transfersLeft == 0 || w.discardsLeft == 0 || w.stopped {
+				if w.staged == nil {
+					w.staged = t
+				} else {
+					w.stagedTail.next = t
+				}
+				w.stagedTail = tail
+				break
+			}
 			next := t.next
 			t.next = nil
-			switch {
-			case stateOf(t.word.Load()) == stateCancelled:
-				w.drop(t)
-			case w.transfersLeft > 0 && w.staged.len() == 0:
-				if w.wheel.insert(t) {
-					w.transfersLeft--
-				} else { // cancelled just now
-					w.drop(t)
+			tw := t.word.Load()
+			for tw&stateMask == stateQueued && !t.word.CompareAndSwap(tw, tw&^stateMask|stateScheduled) {
+				tw = t.word.Load() // a Reset moved its deadline meanwhile
+			}
+			if tw&stateMask == stateQueued { // now scheduled, by the deadline it had
+				w.wheel.link(t, deadlineOf(tw))
+				w.transfersLeft--
+			} else { // cancelled while queued
+				t.forgetBelow() // a caller keeping it keeps nothing else alive
+				if cancelledHookOf(t.task) != nil {
+					w.hooked = append(w.hooked, t)
 				}
-			default:
-				w.staged.push(t)
+				w.discardsLeft--
 			}
 			t = next
 		}
+		if i == len(w.timer.shards) || w.stopped {
+			return found
+		}
+		var unlinked int
+		head, tail, unlinked = w.timer.shards[i].take(false)
+		found = found || head != nil || unlinked != 0
 	}
-	return found
 }
 
-// drop completes the cancellation of t, cancelled while queued.
-func (w *worker) drop(t *timeout) {
-	t.forgetBelow() // a caller keeping it keeps nothing else alive
-	w.cancellationDone(t)
-}
-
-// expireTimeouts, as Netty's HashedWheelBucket.expireTimeouts, expires
-// the next tick with anything due if it has ended by now; it reports
-// whether it claimed or skipped any run.
-func (w *worker) expireTimeouts(now int64) (claimed bool) {
+// expireTimeouts, as Netty's HashedWheelBucket.expireTimeouts, expires the
+// next tick with anything due if it has ended by now (wheel.expire), then
+// claims the due schedules of ScheduleFunc, whose claim calls user code.
+// It reports whether it claimed or skipped a run, and whether a tick that
+// has ended still holds something due: the worker is behind.
+func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 	if verifyEachStep {
 		defer w.checkWheel("expireTimeouts")
 	}
 	h, wh := w.timer, w.wheel
 	if w.stopped {
-		return false
+		return false, false
 	}
-	wh.tick = wh.nextTick(now) // nothing in the skipped ticks' buckets is due in them
-	if now < wh.endOf(wh.tick) {
-		return false
+	// Nothing in the skipped ticks' buckets is due in them.
+	wh.tick = max(wh.tick, min(wh.earliest, now/wh.tickDuration))
+	if wh.tick >= now/wh.tickDuration { // not ended
+		return false, false
 	}
 	var ex expiry
 	w.due, ex = wh.expire(now, w.due)
@@ -291,29 +283,23 @@ func (w *worker) expireTimeouts(now int64) (claimed bool) {
 	}
 	h.counters.ticks.Add(1)
 	h.counters.periodicSkipped.Add(uint64(ex.skipped))
-	w.countExpired(ex.expired)
-	claimed = ex.expired+ex.runs+ex.skipped > 0
-	if len(wh.schedules) > 0 {
-		w.claimFrom = wh.tickOf(now) * wh.tickDuration
-		claimed = w.claimSchedules() || claimed
-	}
-	return claimed
-}
-
-// countExpired counts n timeouts expired and frees their places under the
-// pending limit before they run: a task may schedule again at the limit.
-func (w *worker) countExpired(n int) {
-	h := w.timer
-	if n > 0 {
-		h.counters.expired.Add(uint64(n))
+	if ex.expired > 0 { // counted, their places freed, before they run: a task may schedule again at the limit
+		h.counters.expired.Add(uint64(ex.expired))
 		if h.maxPending > 0 {
-			h.admitted.Add(-int64(n))
+			h.admitted.Add(-int64(ex.expired))
 		}
 	}
+	claimed = ex.expired+ex.runs+ex.skipped > 0
+	if len(wh.schedules) > 0 {
+		w.claimFrom = now / wh.tickDuration * wh.tickDuration
+		claimed = w.claimSchedules() || claimed
+	}
+	tick := now / wh.tickDuration
+	return claimed, wh.tick < tick && wh.earliest < tick
 }
 
 // A late worker collects at most maxDeferredDue runs over the ticks it
-// catches up before it dispatches them; lists grown beyond maxKeptDue are
+// catches up, then dispatches them; lists grown past maxKeptDue are
 // dropped once none needed that size for trimAfter.
 const (
 	maxDeferredDue = maxTransfersPerTick
@@ -321,18 +307,12 @@ const (
 	trimAfter      = time.Second
 )
 
-// dispatchExpired hands the claimed runs to the dispatcher, once a late
-// worker has caught up the ticks it missed, so that they start together.
-func (w *worker) dispatchExpired(now int64) {
-	if w.wheel.endOf(w.wheel.nextTick(now)) > now || len(w.due) >= maxDeferredDue || w.stopped {
-		w.dispatch()
-	}
-}
-
-// dispatch hands every claimed run to the dispatcher: with pool.Inline
-// they run here, in deadline order.
-func (w *worker) dispatch() {
-	if len(w.due) == 0 {
+// dispatchExpired hands the claimed runs to the dispatcher, unless the
+// worker is behind, catching up the ticks it missed, with fewer than
+// maxDeferredDue collected: they then start together once it has caught
+// up. With pool.Inline they run here, in deadline order.
+func (w *worker) dispatchExpired(behind bool) {
+	if len(w.due) == 0 || behind && len(w.due) < maxDeferredDue {
 		return
 	}
 	due := w.due
@@ -341,40 +321,40 @@ func (w *worker) dispatch() {
 		w.grewAt = w.timer.now()
 	}
 	if w.timer.executor == pool.Inline { // producers reach the worker through several stacks, in no order
-		slices.SortStableFunc(due, func(a, b dueRun) int { return cmp.Compare(a.deadline, b.deadline) })
+		slices.SortStableFunc(due, func(a, b dueRun) int { return cmp.Compare(a.Deadline, b.Deadline) })
 	}
 	w.dispatcher.Dispatch(due)
 }
 
 // dueRun is a claimed run: a timeout and the deadline the run is for, a
 // periodic timeout's state word holding its next run's by then.
-type dueRun struct {
-	deadline int64
-	timeout  *timeout
-}
+type dueRun = dispatch.Due[*timeout]
 
-// run runs the claimed timeout's task: once, or, for a periodic one, as
-// its run marks say (see periodic.go).
-func (r dueRun) run() {
-	if t := r.timeout; t.period != 0 {
-		t.runPeriodic()
-	} else {
-		t.runTask()
-	}
-}
-
-// runCancelledHooks calls the Cancelled hooks of the cancellations done so
-// far, each taken before it runs so that none runs twice. It reads the
+// runCancelledHooks calls the Cancelled hooks of the cancellations so far,
+// each taken before it runs so that none runs twice, containing a panic or
+// runtime.Goexit: counted and logged, it harms nothing else. It reads the
 // list through w: a hook may call Stop, whose shutdown appends to it, or
 // runtime.Goexit, after which the next worker goroutine goes on.
 func (w *worker) runCancelledHooks() {
+	var t *timeout
+	returned := false
+	defer func() {
+		if !returned {
+			r := recover()
+			w.timer.userCodeFailed(userHook, t, r)
+			if r != nil { // a panic: the rest run here
+				w.runCancelledHooks()
+			}
+		}
+	}()
 	for w.hookNext < len(w.hooked) {
-		t := w.hooked[w.hookNext]
+		t = w.hooked[w.hookNext]
 		w.hooked[w.hookNext] = nil
 		w.hookNext++
-		w.timer.runCancelledHook(t)
+		cancelledHookOf(t.task).Cancelled(t)
 	}
 	w.hooked, w.hookNext = w.hooked[:0], 0
+	returned = true
 }
 
 // trim drops the lists the worker grew for a storm.
@@ -387,8 +367,8 @@ func (w *worker) trim() {
 	}
 }
 
-// checkWheel panics, naming step, if the check of the wheeltimer_verify
-// build tag finds the wheel broken after it (see wheel.verifyStep).
+// checkWheel panics, naming step, if wheel.verifyStep finds the wheel
+// broken after it.
 func (w *worker) checkWheel(step string) {
 	if err := w.wheel.verifyStep(); err != nil {
 		panic(fmt.Sprintf("hashedwheel: wheeltimer_verify: the wheel's invariants are broken after %s: %v", step, err))

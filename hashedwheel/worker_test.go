@@ -113,12 +113,21 @@ func TestTimeoutsCollectedBetweenTicksGoIntoTheWheelWithinTheBudget(t *testing.T
 	}
 	fake.WaitAsleep()
 	assert.Zero(t, fired, "nothing fires before its tick")
-	assert.Zero(t, h.worker.staged.len(), "within the budget: nothing staged")
+	assert.Zero(t, stagedLen(h.worker), "within the budget: nothing staged")
 	assert.GreaterOrEqual(t, h.worker.wheel.size, 1+n-len(h.shards)*(wakeEvery-1), "taken into the wheel between ticks")
 
 	advance(fake, testTick)
 	assert.Equal(t, n, fired, "all fire on their tick")
 	assert.Equal(t, int64(1), h.PendingTimeouts())
+}
+
+// stagedLen returns how many timeouts w holds staged.
+func stagedLen(w *worker) int {
+	n := 0
+	for t := w.staged; t != nil; t = t.next {
+		n++
+	}
+	return n
 }
 
 // scheduleOnWhichShard schedules a timeout on h, whose producers are this
@@ -160,9 +169,9 @@ func TestTimeoutsBeyondTheBudgetWaitStagedForTheTick(t *testing.T) {
 	}
 	fake.WaitAsleep()
 	w := h.worker
-	require.GreaterOrEqual(t, w.staged.len(), n-len(h.shards)*(wakeEvery-1), "taken in between ticks")
+	require.GreaterOrEqual(t, stagedLen(w), n-len(h.shards)*(wakeEvery-1), "taken in between ticks")
 	last := map[*shard]int{}
-	for _, to := range w.staged.items[w.staged.head:] {
+	for to := w.staged; to != nil; to = to.next {
 		require.Equal(t, stateQueued, to.currentState(), "staged, still queued")
 		s := onShard[to]
 		if prev, ok := last[s]; ok {
@@ -201,9 +210,9 @@ func TestStagedCancellationsAreDroppedWithinTheTicksDiscardLimit(t *testing.T) {
 	assert.Zero(t, h.PendingTimeouts())
 	advance(fake, testTick)
 	// The worker is asleep again: reading its staging does not race.
-	assert.Equal(t, n-maxDiscardsPerTick, h.worker.staged.len(), "one tick drops at most its limit")
+	assert.Equal(t, n-maxDiscardsPerTick, stagedLen(h.worker), "one tick drops at most its limit")
 	advance(fake, testTick)
-	assert.Zero(t, h.worker.staged.len(), "the next tick drops the rest")
+	assert.Zero(t, stagedLen(h.worker), "the next tick drops the rest")
 }
 
 func TestTimeoutMadeAtWheelTurnFiresAfterOneTurn(t *testing.T) {

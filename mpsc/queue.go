@@ -114,29 +114,32 @@ func (q *Queue[T]) Push(v *T) (index uint64, ok bool) {
 	if v == nil {
 		return 0, false
 	}
-	return q.push(q.tailChunk.Load(), v)
-}
-
-// push is Push with c, the tail chunk loaded before the index is claimed.
-func (q *Queue[T]) push(c *chunk[T], v *T) (index uint64, ok bool) {
 	// Load the chunk before claiming the index: the chunk was published
 	// after its base was claimed, so the index claimed below lies in it or
 	// in a later chunk, never an earlier one, unless the chunk was retired
-	// since, which chunkOf sees.
+	// since, which its base shows.
+	c := q.tailChunk.Load()
 	t := q.tail.Add(1) - 1
 	if t&closedBit != 0 {
 		return 0, false
 	}
-	c, base := q.chunkOf(c, t)
+	base := c.base.Load()
+	if base > t || t-base >= chunkSize {
+		c, base = q.chunkOf(c, t)
+	}
 	off := t - base
-	if off == 0 {
-		// The producer of a chunk's first slot links the following chunk,
+	if off == linkAt {
+		// The producer of a chunk's middle slot links the following chunk,
 		// so it is usually in place long before anyone needs it.
 		c.next.Store(q.newChunk(base + chunkSize))
 	}
 	c.slots[off].Store(v)
 	return t, true
 }
+
+// linkAt is the slot whose producer links the following chunk: past the
+// first, so that a new queue's first pushes allocate nothing.
+const linkAt = chunkSize / 2
 
 // chunkOf returns the chunk that holds index t, claimed and not yet
 // filled, and its base, walking forward from c. That chunk cannot be

@@ -278,7 +278,8 @@ func TestAProducerHoldingARetiredChunkFindsItsOwn(t *testing.T) {
 			require.Equal(t, i, *got)
 		}
 		require.NotEqual(t, uint64(0), stale.base.Load(), "the chunk was not retired")
-		index, ok := q.push(stale, ptr(lap))
+		q.tailChunk.Store(stale) // as a producer that loaded it before it was retired
+		index, ok := q.Push(ptr(lap))
 		require.True(t, ok)
 		assert.Equal(t, uint64(lap*chunkSize+1), index)
 		q.Push(ptr(-2))

@@ -42,7 +42,7 @@ func New(size int) (*Pool, error) {
 	p := &Pool{size: size, drained: make(chan struct{}), released: make(chan struct{})}
 	// A function converts to an interface without allocating: Invoke costs
 	// no allocation, where Submit of a closure would.
-	pool, err := ants.NewPoolWithFunc(size, func(f any) { p.run(f.(func())) })
+	pool, err := ants.NewPoolWithFunc(size, p.run)
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +86,12 @@ func (p *Pool) Execute(task func()) error {
 	return nil
 }
 
-// run runs task, then the queued functions, oldest first, until none is
-// left. A function that panics, logged to slog.Default() with its stack,
-// or calls runtime.Goexit ends the goroutine: another carries on with the
-// queue. So a function runs under no frame of the pool's but run's.
-func (p *Pool) run(task func()) {
+// run runs task, a func(), then the queued functions, oldest first, until
+// none is left. A function that panics, logged to slog.Default() with its
+// stack, or calls runtime.Goexit ends the goroutine: another carries on
+// with the queue. So a function runs under no frame of the pool's but run's.
+func (p *Pool) run(f any) {
+	task := f.(func())
 	returned := false
 	defer func() {
 		if returned {

@@ -6,11 +6,11 @@ import (
 )
 
 // claim is a drain function's reservation of consecutive tasks of its
-// segment, [pos, end), that it has not started yet. Its drain function
-// starts them one at a time from pos; one that finds the cursor exhausted
-// steals them from end, so that a slow task holds up none of the tasks
-// claimed with it. Each task is started by the one compare-and-swap of the
-// packed word that moves pos past it or end before it: exactly once.
+// segment not yet started, [pos, end). Its drain function starts them one
+// at a time from pos; one that finds the cursor exhausted steals them from
+// end, so a slow task holds up none of the tasks claimed with it. Each
+// task is started exactly once, by the one compare-and-swap of the packed
+// word that moves pos past it or end before it.
 type claim struct {
 	word atomic.Uint64 // pos<<32 | end, or claiming while the owner reserves
 	next *claim        // the claim below on the segment's stack; set before the push
@@ -22,7 +22,8 @@ type claim struct {
 const claiming = 1 << 63
 
 // pack puts a range in a claim's word: an index fits in 31 bits, as a
-// segment of 2^31 tasks would be a tick's timeouts filling hundreds of GiB.
+// segment of 2^31 tasks would be a tick's timeouts filling hundreds of
+// GiB.
 func pack(pos, end int64) uint64 { return uint64(pos)<<32 | uint64(end) }
 
 func unpack(w uint64) (pos, end int64) { return int64(w >> 32), int64(uint32(w)) }
@@ -30,7 +31,7 @@ func unpack(w uint64) (pos, end int64) { return int64(w >> 32), int64(uint32(w))
 // set makes [pos, end) the claim's unstarted tasks.
 func (c *claim) set(pos, end int64) { c.word.Store(pack(pos, end)) }
 
-// take starts the first unstarted task of the claim, for its owner, which
+// take starts the claim's first unstarted task, for its owner, which
 // claimed k; a claim of one task (k 1) has no claim object.
 func (c *claim) take(k int64) (int64, bool) {
 	if k == 1 {

@@ -1,22 +1,21 @@
 // Package dispatch hands a timer's due tasks to its executor and tracks
 // them until they return. The hashedwheel timer and the benchmark
-// contenders share it, so that they differ only in how they find what is
-// due.
+// contenders share it, differing only in finding what is due.
 //
 // Each Dispatch appends its tasks, as a segment, to a queue that drain
 // functions on the executor take from, oldest first: a task due earlier
 // never starts after one due later. A drain function claims more tasks at
 // once while they are short (claim.go); what it claimed and has not
 // started others steal, so a slow task holds up no other. At most
-// Parallelism drain functions, the executor's size, are out at once;
-// tasks beyond them wait in the queue, costing nothing.
+// Parallelism drain functions, the executor's size, are out at once; tasks
+// beyond them wait in the queue, costing nothing.
 //
-// A Dispatch hands over twice as many drain functions as there are
-// processors, enough for short tasks; those out go on with the segments
-// that follow, so a backlog gains drain functions with each Dispatch. While slow tasks hold them, a check
-// on a runtime timer asks in one step for a drain function for every slow
-// task it expects, so that slow tasks due together start together.
-// Nothing here waits on the executor's goroutines: Execute must not block.
+// A Dispatch hands over two drain functions per processor, enough for
+// short tasks; those out go on with the next segments. While slow tasks
+// hold them, the check asks at once for a drain function per slow task it
+// expects, which those begun hand out in a tree, so slow tasks due
+// together start together. Nothing waits for the executor's goroutines:
+// Execute must not block.
 package dispatch
 
 import (
@@ -51,17 +50,22 @@ type Config[T any] struct {
 	// goroutine of its own, so that no task is lost.
 	Refused func(err error)
 	// Started and Finished, if set, are told of the tasks dispatched and
-	// of those that returned, n at a time.
+	// returned, n at a time.
 	Started, Finished func(n int)
-	// Deadline and Now, if set, measure lateness (Lateness): Deadline
-	// returns a task's deadline, and Now the time, in nanoseconds on the
-	// caller's clock, which Dispatch reads once.
-	Deadline func(T) int64
-	Now      func() int64
+	// Now, if set, measures lateness (Lateness): it returns the time in
+	// nanoseconds on the clock of the tasks' deadlines. Dispatch reads it
+	// once, and an inline run before each task.
+	Now func() int64
 }
 
-// DefaultParallelism is the size of an executor that states none: of one
-// without a Cap method, and of the pool a timer makes for itself.
+// Due is a task and its deadline, in nanoseconds on Config.Now's clock.
+type Due[T any] struct {
+	Deadline int64
+	Task     T
+}
+
+// DefaultParallelism is the size of an executor that states none (no Cap
+// method) and of the pool a timer makes for itself.
 const DefaultParallelism = 1024
 
 // SizeOf returns how many tasks e runs at once: what its Cap method
@@ -73,30 +77,29 @@ func SizeOf(e Executor) int {
 	return DefaultParallelism
 }
 
-// maxKeptTasks and maxKeptSlices bound the slices kept for reuse.
 const (
+	// maxKeptTasks and maxKeptSlices bound the slices kept for reuse.
 	maxKeptTasks  = 1 << 14
 	maxKeptSlices = 2
-)
-
-// yieldEvery is how long a drain function runs tasks before it yields: a
-// processor runs its due runtime timers, the worker's tick among them,
-// only when it schedules (golang/go#38860).
-const yieldEvery = 100 * time.Microsecond
-
-// maxClaim bounds a claim, which doubles while its tasks took less than
-// shortTask each on average.
-const (
+	// yieldEvery is how long a drain function runs tasks before it yields:
+	// a processor runs its due runtime timers, the worker's tick among
+	// them, only when it schedules (golang/go#38860).
+	yieldEvery = 100 * time.Microsecond
+	// A claim doubles, up to maxClaim, while its tasks took less than
+	// shortTask each on average.
 	maxClaim  = 64
 	shortTask = 20 * time.Microsecond
+	// startDrainersPerCPU is how many drain functions per processor a
+	// Dispatch or check hands over.
+	startDrainersPerCPU = 2
+	// growInterval is the period of the check; slowAfter, how long the
+	// first check waits for a claim's tasks to return before it takes them
+	// for slow; fanOutBy, how many of the drain functions the check asked
+	// for each one begun hands out.
+	growInterval = 250 * time.Microsecond
+	slowAfter    = 50 * time.Microsecond
+	fanOutBy     = 2
 )
-
-// startDrainersPerCPU is how many drain functions per processor a Dispatch
-// hands over.
-const startDrainersPerCPU = 2
-
-// growInterval is the period of the check.
-const growInterval = 250 * time.Microsecond
 
 // Dispatcher runs due tasks on an executor and tracks them until they
 // return. Dispatch may be called from one goroutine at a time; the other
@@ -105,8 +108,10 @@ type Dispatcher[T any] struct {
 	cfg      Config[T]
 	inflight atomic.Int64 // tasks dispatched that have not returned
 	waiting  atomic.Int64 // drain functions handed over that have not begun
+	progress atomic.Int64 // claims whose tasks have returned
+	fanOut   atomic.Int64 // drain functions the check asked for, for those begun to hand out
 	watching atomic.Bool  // the check is armed or running
-	lateness lateness     // of the tasks started: the hand-over on Config.Now, the hand-off on the runtime's clock
+	lateness lateness     // of started tasks: hand-over on Config.Now, hand-off on the runtime's clock
 
 	mu             sync.Mutex
 	head, tail     *segment[T] // the queue: segments with tasks not yet started, oldest first
@@ -115,21 +120,21 @@ type Dispatcher[T any] struct {
 	burstBase      int64       // tasks started when the queue last became non-empty
 	startedAtCheck int64       // tasks started at the last check
 	free           *handOff[T] // hand-offs not in use, linked
-	spare          [][]T       // emptied task slices, for the next segments
+	spare          [][]Due[T]  // emptied task slices, for the next segments
 	closed         bool
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
-	// The dispatching goroutine's: an inline dispatch, inline[inlineNext:]
-	// yet to run, dispatched at inlineAt.
-	inline         []T
-	inlineNext     int
-	inlineAt       int64
-	inlineLateness localLateness
+	// The dispatching goroutine's inline run of an inline dispatch's
+	// segment, on Config.Now's clock; inlineNext is the first task yet to
+	// run.
+	inline        drainer[T]
+	inlineSegment segment[T]
+	inlineNext    int
 }
 
 // segment is the tasks of one Dispatch.
 type segment[T any] struct {
-	tasks    []T
+	tasks    []Due[T]
 	at       int64                 // monotonic time of the Dispatch
 	now      int64                 // Config.Now at the Dispatch
 	next     atomic.Int64          // index of the first task not claimed
@@ -158,8 +163,8 @@ func (s *segment[T]) newClaim() *claim {
 	}
 }
 
-// handOff is one drain function handed to the executor; armed, so that an
-// executor running a function twice runs it once.
+// handOff is a drain function handed to the executor, armed so that
+// running it twice runs it once.
 type handOff[T any] struct {
 	d     *Dispatcher[T]
 	armed atomic.Bool
@@ -175,14 +180,15 @@ func New[T any](cfg Config[T]) *Dispatcher[T] {
 	if cfg.Refused == nil {
 		cfg.Refused = func(error) {}
 	}
-	return &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
+	d := &Dispatcher[T]{cfg: cfg, idle: make(chan struct{})}
+	d.inline.d = d
+	return d
 }
 
 // Dispatch runs tasks: inline, in order, before it returns; or on the
-// executor, in order of their position, started together up to
-// Parallelism at a time. It copies the tasks and clears the slice, which
-// the caller may reuse at once.
-func (d *Dispatcher[T]) Dispatch(tasks []T) {
+// executor, in order, started together up to Parallelism at a time. It
+// copies and clears tasks; the caller may reuse the slice.
+func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	n := len(tasks)
 	if n == 0 {
 		return
@@ -191,18 +197,18 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	if d.cfg.Started != nil {
 		d.cfg.Started(n)
 	}
+	var now int64
+	if d.cfg.Now != nil {
+		now = d.cfg.Now()
+	}
 	if d.cfg.Executor == nil {
-		d.inline, d.inlineNext = tasks, 0
-		if d.cfg.Now != nil {
-			d.inlineAt = d.cfg.Now()
-		}
+		s := &d.inlineSegment // each waits for those before it, on the caller's clock
+		s.tasks, s.now, s.at = tasks, now, now
+		d.inline.s, d.inlineNext = s, 0
 		d.RunInline()
 		return
 	}
-	s := &segment[T]{at: int64(time.Since(origin))}
-	if d.cfg.Now != nil {
-		s.now = d.cfg.Now()
-	}
+	s := &segment[T]{at: int64(time.Since(origin)), now: now}
 	d.mu.Lock()
 	for i, spare := range d.spare { // a slice a segment emptied, if one is large enough
 		if cap(spare) >= n {
@@ -215,7 +221,6 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
 	clear(tasks)
-
 	d.mu.Lock()
 	if d.head == nil {
 		d.head, d.burstBase = s, d.dispatched
@@ -224,49 +229,45 @@ func (d *Dispatcher[T]) Dispatch(tasks []T) {
 	}
 	d.tail = s
 	d.dispatched += int64(n)
-	k := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0))
-	h := d.takeHandOffs(k)
 	d.mu.Unlock()
-	d.handOut(h)
+	k := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0))
+	d.handOut(k)
 	if n > k { // tasks wait behind the drain functions out, which slow tasks may hold
 		d.watch()
 	}
 }
 
-// RunInline runs, in order, the tasks of an inline dispatch that have not
-// run yet: Dispatch calls it, and so must the goroutine that takes over
-// from a dispatching goroutine that a task ended with runtime.Goexit.
+// RunInline runs, in order, the tasks of an inline dispatch not yet run:
+// Dispatch calls it, and so must the goroutine that takes over from a
+// dispatching goroutine a task ended with runtime.Goexit.
 func (d *Dispatcher[T]) RunInline() {
-	ran := 0
+	r := &d.inline
 	defer func() { // a task that calls runtime.Goexit has finished too
-		d.inlineLateness.mergeInto(&d.lateness)
-		d.finish(int64(ran))
+		r.lateness.mergeInto(&d.lateness)
+		d.finish(r.ran)
+		r.ran = 0
 	}()
-	for d.inlineNext < len(d.inline) {
-		i := d.inlineNext
+	for r.s != nil && d.inlineNext < len(r.s.tasks) {
 		d.inlineNext++
-		ran++
-		t := d.inline[i]
-		var zero T
-		d.inline[i] = zero
-		if d.cfg.Deadline != nil { // each waits for those before it, on the caller's clock
-			d.inlineLateness.add(d.inlineAt-d.cfg.Deadline(t), d.cfg.Now()-d.inlineAt)
+		if d.cfg.Now != nil {
+			r.now = d.cfg.Now()
 		}
-		d.cfg.Run(t)
+		r.runTask(int64(d.inlineNext - 1))
 	}
-	d.inline, d.inlineNext = nil, 0
+	r.s = nil
 }
 
-// takeHandOffs counts up to n more drain functions out, as many as the
-// bound allows, and returns their hand-offs, linked. The caller holds mu.
-func (d *Dispatcher[T]) takeHandOffs(n int) *handOff[T] {
-	n = min(n, d.cfg.Parallelism-d.outstanding)
-	if n <= 0 {
-		return nil
-	}
+// handOut counts up to n more drain functions out, as many as the bound
+// allows, and hands them to the executor. One the executor refuses or
+// panics on runs on a goroutine of its own, as do the rest after an
+// Execute that panicked or ended the calling goroutine with
+// runtime.Goexit: every drain function counted out is handed over.
+func (d *Dispatcher[T]) handOut(n int) {
+	d.mu.Lock()
+	n = max(min(n, d.cfg.Parallelism-d.outstanding), 0)
 	d.outstanding += n
 	d.waiting.Add(int64(n))
-	var first *handOff[T]
+	var rest *handOff[T] // those not yet handed over, linked
 	for range n {
 		h := d.free
 		if h == nil {
@@ -275,48 +276,40 @@ func (d *Dispatcher[T]) takeHandOffs(n int) *handOff[T] {
 		} else {
 			d.free = h.link
 		}
-		h.link, first = first, h
+		h.link, rest = rest, h
 	}
-	return first
-}
-
-// handOut hands the executor the drain functions of the hand-offs linked
-// from h. One the executor refuses, or panics on, runs on a goroutine of
-// its own.
-func (d *Dispatcher[T]) handOut(h *handOff[T]) {
-	for h != nil {
-		rest := h.link // before the hand-over: a drain function that has run gives h back, relinked
-		h.link = nil
-		h.armed.Store(true)
-		if err := d.execute(h, rest); err != nil {
-			d.cfg.Refused(err)
-			go h.fn()
-		}
-		h = rest
-	}
-}
-
-// execute hands h's drain function to the executor and returns its error,
-// or a panic in Execute as one. An Execute that ends the calling goroutine
-// with runtime.Goexit leaves the function, and the hand-offs linked from
-// rest, to goroutines of their own: every hand-off counted out is handed
-// over.
-func (d *Dispatcher[T]) execute(h, rest *handOff[T]) (err error) {
+	d.mu.Unlock()
+	var h *handOff[T]
 	returned := false
 	defer func() {
 		if returned {
 			return
 		}
 		if r := recover(); r != nil {
-			err = fmt.Errorf("executor panicked: %v", r)
-			return
+			d.cfg.Refused(fmt.Errorf("executor panicked: %v", r))
 		}
-		go h.fn()
-		go d.handOut(rest)
+		for {
+			go h.fn()
+			if rest == nil {
+				break
+			}
+			h, rest = rest, rest.link
+			h.link = nil
+			h.armed.Store(true)
+		}
 	}()
-	err = d.cfg.Executor.Execute(h.fn)
+	for rest != nil {
+		// Unlinked before the hand-over: the drain function, once run,
+		// relinks it to give it back.
+		h, rest = rest, rest.link
+		h.link = nil
+		h.armed.Store(true)
+		if err := d.cfg.Executor.Execute(h.fn); err != nil {
+			d.cfg.Refused(err)
+			go h.fn()
+		}
+	}
 	returned = true
-	return err
 }
 
 // run is the drain function of a hand-off: it runs the queue's tasks,
@@ -341,12 +334,42 @@ func (h *handOff[T]) run() {
 	}()
 	r.now = int64(time.Since(origin)) // the runtime's monotonic clock, whatever the caller's
 	r.yielded = r.now
-	for r.s = d.nextSegment(nil, h); r.s != nil; r.s = d.nextSegment(r.s, h) {
+	for {
+		// Take the oldest segment past the exhausted one; with none, give
+		// the hand-off back.
+		d.mu.Lock()
+		if prev := r.s; prev != nil && d.head == prev {
+			d.head, prev.link = prev.link, nil
+			if d.head == nil {
+				d.tail = nil
+			}
+		}
+		if r.s = d.head; r.s == nil {
+			d.outstanding--
+			h.link, d.free = d.free, h
+			d.signalIdleIfDone()
+			d.mu.Unlock()
+			break
+		}
+		d.mu.Unlock()
 		r.claimAndRun()
 		r.steal()
 		r.finishSegment()
 	}
 	r.returned = true
+}
+
+// drainer is the state of one drain function's run.
+type drainer[T any] struct {
+	d        *Dispatcher[T]
+	s        *segment[T]   // the segment it takes tasks from
+	own      *claim        // its claim of several of s's tasks, made at the first
+	ran      int64         // tasks of s it started: counted finished with the segment
+	claimed  bool          // it has made its first claim with tasks waiting behind
+	now      int64         // the clock at its last claim, on the runtime's monotonic clock since origin
+	yielded  int64         // when it last yielded its processor
+	lateness localLateness // of the tasks it started, merged with each segment
+	returned bool          // run returned: no task called runtime.Goexit
 }
 
 // claimAndRun runs the tasks it claims from the segment's cursor until
@@ -380,9 +403,20 @@ func (r *drainer[T]) claimAndRun() {
 		if k > 1 {
 			r.own.set(first+1, last)
 		}
-		if !r.claimed && last < n { // tasks wait behind this drain function's first claim
+		if !r.claimed && last < n { // tasks wait behind its first claim
 			r.claimed = true
-			if d.waiting.Load() == 0 { // the last drain function out has begun: watch the rest
+			// Hand out fanOutBy of the drain functions the check asked
+			// for, so that they start in a tree; once none is left and
+			// none out waits to begin, watch the rest.
+			m := 0
+			for v := d.fanOut.Load(); v > 0 && m < fanOutBy; v = d.fanOut.Load() {
+				if d.fanOut.CompareAndSwap(v, v-1) {
+					m++
+				}
+			}
+			if m > 0 {
+				d.handOut(m)
+			} else if d.waiting.Load() == 0 {
 				d.watch()
 			}
 		}
@@ -391,6 +425,7 @@ func (r *drainer[T]) claimAndRun() {
 		for i, ok := r.own.take(k); ok; i, ok = r.own.take(k) {
 			r.runTask(i)
 		}
+		d.progress.Add(1)
 		r.now = int64(time.Since(origin))
 		if r.now-began < int64(shortTask)*(r.ran-ran) {
 			k = min(2*k, maxClaim)
@@ -400,8 +435,8 @@ func (r *drainer[T]) claimAndRun() {
 	}
 }
 
-// steal runs, one at a time, the tasks that other drain functions claimed
-// and have not started, until none is left.
+// steal runs one by one the tasks other drain functions claimed and have
+// not started.
 func (r *drainer[T]) steal() {
 	for c := r.s.claims.Load(); c != nil; c = c.next {
 		for i, ok := c.steal(); ok; i, ok = c.steal() {
@@ -418,26 +453,16 @@ func (r *drainer[T]) steal() {
 func (r *drainer[T]) runTask(i int64) {
 	s := r.s
 	t := s.tasks[i]
-	var zero T
-	s.tasks[i] = zero // nothing a finished task captured stays reachable
-	if r.d.cfg.Deadline != nil {
-		r.lateness.add(s.now-r.d.cfg.Deadline(t), r.now-s.at)
+	s.tasks[i] = Due[T]{} // nothing a finished task captured stays reachable
+	if r.d.cfg.Now != nil {
+		over, wait := s.now-t.Deadline, r.now-s.at
+		l := &r.lateness
+		l.handOver.Add(over, 1)
+		l.handOff.Add(wait, 1)
+		l.total.Add(over+wait, 1)
 	}
 	r.ran++ // counted first: a task that calls runtime.Goexit has finished too
-	r.d.cfg.Run(t)
-}
-
-// drainer is the state of one drain function's run.
-type drainer[T any] struct {
-	d        *Dispatcher[T]
-	s        *segment[T]   // the segment it takes tasks from
-	own      *claim        // its claim of several of s's tasks, made at the first
-	ran      int64         // tasks of s it started: counted finished with the segment
-	claimed  bool          // it has armed the watch, or found it needless
-	now      int64         // the clock at its last claim, on the runtime's monotonic clock since origin
-	yielded  int64         // when it last yielded its processor
-	lateness localLateness // of the tasks it started, merged with each segment
-	returned bool          // run returned: no task called runtime.Goexit
+	r.d.cfg.Run(t.Task)
 }
 
 // finishSegment counts the tasks of the segment the drain function ran,
@@ -453,38 +478,19 @@ func (r *drainer[T]) finishSegment() {
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
 		d.mu.Lock()
-		d.recycle(s.tasks)
+		if cap(s.tasks) <= maxKeptTasks && len(d.spare) < maxKeptSlices {
+			d.spare = append(d.spare, s.tasks[:0])
+		}
 		d.mu.Unlock()
 	}
 	d.finish(ran)
 }
 
-// nextSegment returns the segment the drain function of h takes tasks from
-// after prev, which it found exhausted (nil at first): the queue's oldest.
-// With the queue empty, it gives h back and returns nil.
-func (d *Dispatcher[T]) nextSegment(prev *segment[T], h *handOff[T]) *segment[T] {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if prev != nil && d.head == prev {
-		d.head, prev.link = prev.link, nil
-		if d.head == nil {
-			d.tail = nil
-		}
-	}
-	if d.head != nil {
-		return d.head
-	}
-	d.outstanding--
-	h.link, d.free = d.free, h
-	d.signalIdleIfDone()
-	return nil
-}
-
-// watch arms the check, unless it is armed, no task waits or the bound is
-// reached. The caller is a Dispatch whose tasks outnumber the drain
+// watch arms the check unless it is armed, no task waits or the bound is
+// reached. Its caller is a Dispatch whose tasks outnumber the drain
 // functions it handed over, or a drain function that has just claimed its
-// first tasks with others waiting, no drain function waiting to begin: the
-// check stops while one waits.
+// first tasks with others waiting and no drain function waiting to begin:
+// the check stops while one waits.
 func (d *Dispatcher[T]) watch() {
 	if !d.watching.CompareAndSwap(false, true) {
 		return
@@ -498,45 +504,80 @@ func (d *Dispatcher[T]) watch() {
 	}
 	d.startedAtCheck = d.dispatched - unstarted
 	d.mu.Unlock()
-	time.AfterFunc(growInterval, d.grow)
+	go d.firstCheck()
+}
+
+// firstCheck makes the first check as soon as it can tell: it yields until
+// every drain function out has begun, then for slowAfter more, and if no
+// claim's tasks returned meanwhile, slow tasks hold them: it grows at
+// once, where a runtime timer would fire up to a millisecond late on a
+// machine the slow tasks leave idle. Otherwise, or after growInterval, the
+// checks go on on a runtime timer. Short tasks cost it microseconds.
+func (d *Dispatcher[T]) firstCheck() {
+	start := time.Since(origin)
+	var began time.Duration // when every drain function out had begun
+	var progress int64
+	for {
+		runtime.Gosched()
+		now := time.Since(origin)
+		switch {
+		case now-start >= growInterval:
+		case d.waiting.Load() > 0:
+			began = 0
+			continue
+		case began == 0:
+			began, progress = now, d.progress.Load()
+			continue
+		case d.progress.Load() != progress: // the tasks are short
+		case now-began < slowAfter:
+			continue
+		default:
+			d.grow()
+			return
+		}
+		time.AfterFunc(growInterval, d.grow)
+		return
+	}
 }
 
 // mayGrow reports whether more drain functions could start tasks: some
-// wait, the bound is not reached, and no drain function waits to begin,
-// which the executor or a processor holds up. The caller holds mu.
+// wait, the bound is not reached and none waits to begin (held up by the
+// executor or a processor). The caller holds mu.
 func (d *Dispatcher[T]) mayGrow(unstarted int64) bool {
 	return unstarted > 0 && d.outstanding < d.cfg.Parallelism && d.waiting.Load() == 0
 }
 
 // grow is the check: if no more tasks started since the last check than
-// there are drain functions out, they are held by slow tasks, and it hands
-// over, in one step, a drain function for each slow task it expects among
-// those waiting, at the rate seen since the queue filled, and as many
-// again for the short ones. Then it arms the next check, while growing can
-// still help; drain functions it handed over arm it as they begin.
+// drain functions are out, slow tasks hold them, and it asks for a drain
+// function per slow task it expects among those waiting, at the rate seen
+// since the queue filled, plus as many for the short ones. It then arms
+// the next check while growing can help; those it asked for arm it as they
+// begin.
 func (d *Dispatcher[T]) grow() {
 	d.mu.Lock()
 	unstarted := d.unstarted()
 	started := d.dispatched - unstarted
-	var h *handOff[T]
+	n := 0
 	if d.mayGrow(unstarted) && started-d.startedAtCheck <= int64(d.outstanding) {
 		out, burst := int64(d.outstanding), max(started-d.burstBase, 1)
-		h = d.takeHandOffs(int(min((out*unstarted+burst-1)/burst+out, unstarted)))
+		n = int(min((out*unstarted+burst-1)/burst+out, unstarted))
 	}
 	d.startedAtCheck = started
-	rearm := h == nil && d.mayGrow(unstarted)
+	rearm := n == 0 && d.mayGrow(unstarted)
 	if !rearm {
 		d.watching.Store(false)
 	}
 	d.mu.Unlock()
-	d.handOut(h)
+	first := min(n, startDrainersPerCPU*runtime.GOMAXPROCS(0))
+	d.fanOut.Store(int64(n - first)) // those begun hand out the rest
+	d.handOut(first)
 	if rearm {
 		time.AfterFunc(growInterval, d.grow)
 	}
 }
 
-// unstarted returns how many dispatched tasks have not started. The
-// caller holds mu.
+// unstarted returns how many dispatched tasks have not started. The caller
+// holds mu.
 func (d *Dispatcher[T]) unstarted() int64 {
 	var n int64
 	for s := d.head; s != nil; s = s.link {
@@ -545,43 +586,24 @@ func (d *Dispatcher[T]) unstarted() int64 {
 	return n
 }
 
-// recycle keeps an emptied slice for reuse. The caller holds mu.
-func (d *Dispatcher[T]) recycle(s []T) {
-	if cap(s) <= maxKeptTasks && len(d.spare) < maxKeptSlices {
-		d.spare = append(d.spare, s[:0])
-	}
-}
-
-// Lateness returns, for the tasks started so far, how late each started
-// after its deadline (Config.Deadline), and the two parts of it: how late
-// its Dispatch was (Config.Now then), and how long it then waited to
-// start. A task's counts are merged, a segment at a time, once it has
-// returned. All are empty without Config.Deadline.
+// Lateness returns how late each task started so far began after its
+// deadline, and the two parts: how late its Dispatch was (Config.Now then)
+// and how long it then waited to start. A task's counts are merged a
+// segment at a time, once it has returned; all are empty without
+// Config.Now.
 func (d *Dispatcher[T]) Lateness() (late, handOver, handOff histogram.Snapshot) {
 	l := &d.lateness
 	return l.total.Snapshot(), l.handOver.Snapshot(), l.handOff.Snapshot()
 }
 
-// lateness is how late tasks started after their deadlines (total), and
-// its two parts: the hand-over, from the deadline to the task's Dispatch,
-// and the hand-off, from the Dispatch to the task's start.
-type lateness struct {
-	total, handOver, handOff histogram.Shared
-}
+// lateness is how late tasks started after their deadlines (total), in two
+// parts: the hand-over, from deadline to Dispatch, and the hand-off, from
+// Dispatch to start.
+type lateness struct{ total, handOver, handOff histogram.Shared }
 
-// localLateness is the lateness of the tasks one goroutine started, which
-// it merges into the dispatcher's.
-type localLateness struct {
-	total, handOver, handOff histogram.Local
-}
-
-// add counts a task handed over over ns after its deadline that then
-// waited wait ns to start.
-func (l *localLateness) add(over, wait int64) {
-	l.handOver.Add(over, 1)
-	l.handOff.Add(wait, 1)
-	l.total.Add(over+wait, 1)
-}
+// localLateness is the lateness of the tasks one goroutine started, merged
+// into the dispatcher's.
+type localLateness struct{ total, handOver, handOff histogram.Local }
 
 // mergeInto adds l's counts into sh and empties l.
 func (l *localLateness) mergeInto(sh *lateness) {
@@ -592,7 +614,7 @@ func (l *localLateness) mergeInto(sh *lateness) {
 
 // Close tells the dispatcher that nothing more will be dispatched; Idle
 // closes once every dispatched task has returned and every drain function
-// handed to the executor has given its hand-off back.
+// out has given its hand-off back.
 func (d *Dispatcher[T]) Close() {
 	d.mu.Lock()
 	d.closed = true
@@ -600,9 +622,9 @@ func (d *Dispatcher[T]) Close() {
 	d.mu.Unlock()
 }
 
-// Idle returns a channel that is closed once Close has been called, every
-// dispatched task has returned and no drain function is out: after it, the
-// dispatcher calls Execute no more, so the executor may be released.
+// Idle returns a channel closed once Close was called, every dispatched
+// task returned and no drain function is out; Execute is then never called
+// again, so the executor may be released.
 func (d *Dispatcher[T]) Idle() <-chan struct{} { return d.idle }
 
 // finish counts n tasks that returned.
@@ -632,23 +654,22 @@ func (d *Dispatcher[T]) signalIdleIfDone() {
 }
 
 // InTask reports whether the caller runs on a drain function of any
-// dispatcher: in a task handed to an executor. It walks the caller's
-// stack, so it is for rare calls, such as a Stop that must not wait for
-// its own caller, and costs the tasks nothing.
+// dispatcher (handOff.run of any instantiation): in a task handed to an
+// executor. It walks the caller's stack, so it is for rare calls, such as
+// a Stop that must not wait for its own caller, and costs the tasks
+// nothing.
 func InTask() bool {
+	const prefix, suffix = "github.com/wheeltimer/wheeltimer/internal/dispatch.(*handOff[", "]).run"
 	pcs := make([]uintptr, 64)
-	for {
-		n := runtime.Callers(2, pcs)
-		if n < len(pcs) {
-			pcs = pcs[:n]
-			break
-		}
+	n := runtime.Callers(2, pcs)
+	for n == len(pcs) {
 		pcs = make([]uintptr, 2*len(pcs))
+		n = runtime.Callers(2, pcs)
 	}
-	frames := runtime.CallersFrames(pcs)
+	frames := runtime.CallersFrames(pcs[:n])
 	for {
 		f, more := frames.Next()
-		if isDrain(f.Function) {
+		if strings.HasPrefix(f.Function, prefix) && strings.HasSuffix(f.Function, suffix) {
 			return true
 		}
 		if !more {
@@ -657,13 +678,6 @@ func InTask() bool {
 	}
 }
 
-// isDrain reports whether function, a frame's, is a drain function,
-// handOff.run, of any instantiation.
-func isDrain(function string) bool {
-	const prefix, suffix = "github.com/wheeltimer/wheeltimer/internal/dispatch.(*handOff[", "]).run"
-	return strings.HasPrefix(function, prefix) && strings.HasSuffix(function, suffix)
-}
-
-// origin is the reference of the dispatcher's readings of the runtime's
-// monotonic clock, by which it measures hand-off waits and yields.
+// origin is the zero of the runtime monotonic clock readings that time
+// hand-off waits and yields.
 var origin = time.Now()

@@ -44,8 +44,8 @@ func TestGoexitKeepsTheExecutorsSize(t *testing.T) {
 			runtime.Gosched()
 		}
 	}})
-	d.Dispatch([]int{exits, 2})
-	d.Dispatch([]int{3}) // waits for the one slot
+	d.Dispatch(dues(exits, 2))
+	d.Dispatch(dues(3)) // waits for the one slot
 	require.Equal(t, exits, <-ran)
 	close(gate)
 	for range 2 {

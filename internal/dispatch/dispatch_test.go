@@ -74,11 +74,20 @@ func (e *queueExecutor) Execute(f func()) error {
 	return nil
 }
 
-// sequence returns the tasks 1, …, n.
-func sequence(n int) []int {
-	s := make([]int, n)
+// sequence returns the tasks 1, …, n, due at 0.
+func sequence(n int) []dispatch.Due[int] {
+	s := make([]dispatch.Due[int], n)
 	for i := range s {
-		s[i] = i + 1
+		s[i].Task = i + 1
+	}
+	return s
+}
+
+// dues returns the tasks, due at 0.
+func dues[T any](tasks ...T) []dispatch.Due[T] {
+	s := make([]dispatch.Due[T], len(tasks))
+	for i, t := range tasks {
+		s[i].Task = t
 	}
 	return s
 }
@@ -108,14 +117,14 @@ func TestInlineRunsTasksOnTheCallerInOrder(t *testing.T) {
 		goroutines = append(goroutines, goid.Current())
 	}})
 	require.True(t, d.Inline())
-	tasks := []int{3, 1, 4, 1, 5, 9, 2, 6}
-	want := append([]int(nil), tasks...)
+	want := []int{3, 1, 4, 1, 5, 9, 2, 6}
+	tasks := dues(want...)
 	d.Dispatch(tasks)
 	assert.Equal(t, want, order, "every task ran, in order, before Dispatch returned")
 	for i, g := range goroutines {
 		assert.Equal(t, caller, g, "task %d ran on another goroutine", i)
 	}
-	assert.Equal(t, make([]int, len(want)), tasks, "the slice is cleared")
+	assert.Equal(t, make([]dispatch.Due[int], len(want)), tasks, "the slice is cleared")
 	assert.Zero(t, d.InFlight())
 
 	select {
@@ -142,7 +151,7 @@ func TestEveryTaskRunsOnceOnAGoroutinePerCall(t *testing.T) {
 	require.False(t, d.Inline())
 	tasks := sequence(n)
 	d.Dispatch(tasks)
-	assert.Equal(t, make([]int, n), tasks, "Dispatch copies the tasks and clears the slice")
+	assert.Equal(t, make([]dispatch.Due[int], n), tasks, "Dispatch copies the tasks and clears the slice")
 	closeAndWaitIdle(t, d)
 	for task := 1; task <= n; task++ {
 		assert.Equal(t, int32(1), runs[task].Load(), "runs of task %d", task)

@@ -60,9 +60,9 @@ func TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn(t *testing.
 		order = append(order, task)
 		mu.Unlock()
 	}})
-	d.Dispatch([]int{1, 2, 3})
-	d.Dispatch([]int{4, 5})
-	d.Dispatch([]int{6, 7, 8, 9})
+	d.Dispatch(dues(1, 2, 3))
+	d.Dispatch(dues(4, 5))
+	d.Dispatch(dues(6, 7, 8, 9))
 	require.NotEmpty(t, exec.queued)
 	for i := len(exec.queued) - 1; i >= 0; i-- {
 		exec.queued[i]() // one at a time, newest first
@@ -85,9 +85,9 @@ func TestDrainFunctionsNeverExceedTheBoundAcrossDispatches(t *testing.T) {
 		time.Sleep(time.Millisecond) // the work: slow enough for the queue to fill
 	}})
 	for k := range dispatches {
-		tasks := make([]int, per)
+		tasks := make([]dispatch.Due[int], per)
 		for i := range tasks {
-			tasks[i] = k*per + i
+			tasks[i].Task = k*per + i
 		}
 		d.Dispatch(tasks)
 	}
@@ -149,9 +149,9 @@ func TestGoexitHandsTheExecutorNothingBeforeItsGoroutineEnds(t *testing.T) {
 		},
 	})
 	for k := 0; k < n; k += 10 {
-		tasks := make([]int, 10)
+		tasks := make([]dispatch.Due[int], 10)
 		for i := range tasks {
-			tasks[i] = k + i + 1
+			tasks[i].Task = k + i + 1
 		}
 		d.Dispatch(tasks)
 	}
@@ -176,12 +176,12 @@ func TestNothingAFinishedTaskCapturedStaysReachable(t *testing.T) {
 			runtime.Goexit()
 		}
 	}})
-	tasks := make([]*[]byte, n)
+	tasks := make([]dispatch.Due[*[]byte], n)
 	for i := range tasks {
 		b := make([]byte, 64<<10)
 		b[0] = byte(i % 2)
-		tasks[i] = &b
-		runtime.AddCleanup(tasks[i], func(*atomic.Int32) { collected.Add(1) }, &collected)
+		tasks[i].Task = &b
+		runtime.AddCleanup(tasks[i].Task, func(*atomic.Int32) { collected.Add(1) }, &collected)
 	}
 	d.Dispatch(tasks)
 	d.Close()
@@ -200,25 +200,33 @@ func TestNothingAFinishedTaskCapturedStaysReachable(t *testing.T) {
 // the hold.
 func TestLatenessSplitsIntoHandOverAndHandOff(t *testing.T) {
 	const hold = 20 * time.Millisecond
-	deadlines := map[int]int64{1: int64(9 * time.Millisecond), 2: int64(7 * time.Millisecond)}
 	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: 1,
-		Deadline: func(task int) int64 { return deadlines[task] },
-		Now:      func() int64 { return int64(10 * time.Millisecond) },
+		Now: func() int64 { return int64(10 * time.Millisecond) },
 		Run: func(task int) {
 			if task == 1 {
 				time.Sleep(hold) // the work that holds the goroutine
 			}
 		}})
-	d.Dispatch(sequence(2))
+	d.Dispatch([]dispatch.Due[int]{{Deadline: int64(9 * time.Millisecond), Task: 1}, {Deadline: int64(7 * time.Millisecond), Task: 2}})
 	closeAndWaitIdle(t, d)
 	late, over, off := d.Lateness()
 	assert.Equal(t, uint64(2), late.Count())
-	assert.Equal(t, uint64(1), over.Counts[histogram.Slot(int64(time.Millisecond))])
-	assert.Equal(t, uint64(1), over.Counts[histogram.Slot(int64(3*time.Millisecond))])
+	assert.Equal(t, uint64(1), over.Counts[slotOf(int64(time.Millisecond))])
+	assert.Equal(t, uint64(1), over.Counts[slotOf(int64(3*time.Millisecond))])
 	assert.Equal(t, int64(3*time.Millisecond), over.Max)
 	assert.GreaterOrEqual(t, off.Max, int64(hold), "the second waited for the first")
 	assert.GreaterOrEqual(t, late.Max, int64(3*time.Millisecond+hold))
 	assert.Equal(t, over.Sum+off.Sum, late.Sum, "each task's lateness is its two parts")
+}
+
+// slotOf returns the histogram slot of a duration of ns nanoseconds: the
+// first whose upper bound is at least it.
+func slotOf(ns int64) int {
+	s := 0
+	for s < histogram.Len-1 && ns > histogram.Upper(s) {
+		s++
+	}
+	return s
 }
 
 // TestNoCheckWhileADrainFunctionWaitsForTheExecutor: while a drain

@@ -31,7 +31,8 @@ const (
 const ZeroThreshold = 1.0 / (1 << 20)
 
 // upper holds each slot's upper bound in nanoseconds, rounded down; the
-// last slot's is math.MaxInt64.
+// last slot's is math.MaxInt64. A duration goes in the first slot whose
+// bound is at least it.
 var upper [Len]int64
 
 // firstOfLen[l] is the first slot whose upper bound is at least the
@@ -52,19 +53,6 @@ func init() {
 		}
 		firstOfLen[l] = s
 	}
-}
-
-// Slot returns the slot of a duration of ns nanoseconds; one not
-// positive is slot 0.
-func Slot(ns int64) int {
-	if ns <= upper[0] {
-		return 0
-	}
-	s := firstOfLen[bits.Len64(uint64(ns))]
-	for ns > upper[s] { // at most four steps: a doubling spans four slots
-		s++
-	}
-	return s
 }
 
 // Upper returns the upper bound of slot s in nanoseconds: math.MaxInt64
@@ -116,7 +104,12 @@ type Local struct {
 // Add counts k durations of ns nanoseconds; one not positive counts as 0.
 func (l *Local) Add(ns int64, k uint64) {
 	ns = max(ns, 0)
-	s := Slot(ns)
+	s := 0 // the first slot whose upper bound is at least ns
+	if ns > upper[0] {
+		// At most four steps: a doubling spans four slots.
+		for s = firstOfLen[bits.Len64(uint64(ns))]; ns > upper[s]; s++ {
+		}
+	}
 	if l.hi == 0 {
 		l.lo, l.hi = s, s+1
 	} else {

@@ -1,10 +1,11 @@
 // Command trip makes, on a timer with the defaults, one timeout's trip
-// (AfterFunc to its task, on the timer's own pool) and one Cancel of a
-// timeout in the wheel (to its Cancelled hook, on the worker), and writes
-// the coverage counters of each to <dir>/timeout and <dir>/cancel, from
-// the task and the hook themselves. Built with -cover, every function of
-// the module whose counter is set ran on the trip, the worker's loop
-// included, the timer's start-up not: scripts/trips.sh lists them.
+// (AfterFunc to its task, on the timer's own pool), worker passes that do
+// nothing, and one Cancel of a timeout in the wheel (to its Cancelled
+// hook, on the worker), and writes the coverage counters of each to
+// <dir>/timeout, <dir>/pass and <dir>/cancel, from the task, the program
+// and the hook themselves. Built with -cover, every function of the module
+// whose counter is set ran on the trip, the worker's loop included, the
+// timer's start-up not: scripts/trips.sh lists them.
 //
 //	go build -cover -covermode=atomic -coverpkg=./... -o trip ./scripts/trip && ./trip <dir>
 package main
@@ -19,9 +20,13 @@ import (
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
 )
 
-// quiet is longer than the worker lingers after activity (50ms), so that
-// it sleeps until its next due timeout before each trip.
-const quiet = 200 * time.Millisecond
+// linger is how long the worker lingers after activity, ticking with
+// nothing to do; quiet is longer, so that it sleeps until its next due
+// timeout before each trip.
+const (
+	linger = 50 * time.Millisecond
+	quiet  = 200 * time.Millisecond
+)
 
 func main() {
 	if len(os.Args) != 2 {
@@ -56,6 +61,15 @@ func run(dir string) error {
 	}
 	pending, err := h.NewTimeout(hooked{func() { done <- write(filepath.Join(dir, "cancel")) }}, time.Hour)
 	if err != nil {
+		return err
+	}
+	// The worker takes it in, then lingers, its passes doing nothing.
+	time.Sleep(linger / 10)
+	if err := coverage.ClearCounters(); err != nil {
+		return err
+	}
+	time.Sleep(linger / 5)
+	if err := write(filepath.Join(dir, "pass")); err != nil {
 		return err
 	}
 	time.Sleep(quiet) // the timeout is in the wheel, the worker asleep

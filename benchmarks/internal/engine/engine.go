@@ -75,7 +75,8 @@ type Engine[L any] struct {
 	stop     chan struct{} // closed by Stop
 	done     chan struct{} // closed when the worker has exited
 	workerID atomic.Uint64
-	due      []*Entry[L] // worker scratch: the empty list Expire fills next
+	due      []*Entry[L]               // worker scratch: the empty list Expire fills next
+	handed   []dispatch.Due[*Entry[L]] // worker scratch: due, as the dispatcher takes it
 }
 
 // New returns a running engine for structure s. owner is the public timer

@@ -4,6 +4,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/wheeltimer/wheeltimer/internal/dispatch"
 	"github.com/wheeltimer/wheeltimer/internal/goid"
 )
 
@@ -26,9 +27,13 @@ func (g *Engine[L]) run() {
 		g.wakeAt = next
 		g.mu.Unlock()
 
-		// The dispatcher copies the tasks: the slice is reused.
-		g.dispatcher.Dispatch(due)
-		g.due = due[:0]
+		// The dispatcher copies the tasks: the slices are reused.
+		for _, e := range due {
+			g.handed = append(g.handed, dispatch.Due[*Entry[L]]{Task: e})
+		}
+		clear(due)
+		g.dispatcher.Dispatch(g.handed)
+		g.due, g.handed = due[:0], g.handed[:0]
 		g.sleepUntil(sleep, next)
 	}
 }
