@@ -254,6 +254,9 @@ func (d *Dispatcher[T]) RunInline() {
 		}
 		r.runTask(int64(d.inlineNext - 1))
 	}
+	if r.s != nil {
+		r.s.tasks = nil // the caller's slice: the dispatcher keeps nothing of it
+	}
 	r.s = nil
 }
 
