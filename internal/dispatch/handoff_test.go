@@ -103,14 +103,17 @@ func TestDrainFunctionsNeverExceedTheBoundAcrossDispatches(t *testing.T) {
 // TestSlowTasksDueTogetherAllStart: 300 tasks dispatched together, each
 // blocking until every one has started, on an executor of room for all:
 // the dispatcher grows from its first few drain functions to one per
-// task. Without growth the first would wait forever.
+// task, and the drain functions begun hand most of them out, two each,
+// rather than the check's goroutine all of them. Without growth the first
+// would wait forever.
 func TestSlowTasksDueTogetherAllStart(t *testing.T) {
 	const n = 300
 	var started sync.WaitGroup
 	started.Add(n)
 	all := make(chan struct{})
 	go func() { started.Wait(); close(all) }()
-	d := dispatch.New(dispatch.Config[int]{Executor: &goExecutor{}, Parallelism: n, Run: func(int) {
+	exec := &callerExecutor{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: n, Run: func(int) {
 		started.Done()
 		<-all
 	}})
@@ -121,6 +124,21 @@ func TestSlowTasksDueTogetherAllStart(t *testing.T) {
 		require.Fail(t, "slow tasks waited for each other")
 	}
 	closeAndWaitIdle(t, d)
+	assert.Equal(t, int64(n), exec.calls.Load(), "a drain function for each task")
+	assert.Greater(t, exec.fromDrains.Load(), int64(n/2), "handed out by the drain functions begun")
+}
+
+// callerExecutor runs each function on a goroutine of its own and counts
+// the Execute calls made from a drain function (dispatch.InTask).
+type callerExecutor struct{ calls, fromDrains atomic.Int64 }
+
+func (e *callerExecutor) Execute(f func()) error {
+	e.calls.Add(1)
+	if dispatch.InTask() {
+		e.fromDrains.Add(1)
+	}
+	go f()
+	return nil
 }
 
 // TestGoexitHandsTheExecutorNothingBeforeItsGoroutineEnds: on an executor
