@@ -266,9 +266,10 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 	if w.stopped {
 		return false, false
 	}
+	tick := now / wh.tickDuration // the first tick not ended
 	// Nothing in the skipped ticks' buckets is due in them.
-	wh.tick = max(wh.tick, min(wh.earliest, now/wh.tickDuration))
-	if wh.tick >= now/wh.tickDuration { // not ended
+	wh.tick = max(wh.tick, min(wh.earliest, tick))
+	if wh.tick >= tick { // not ended
 		return false, false
 	}
 	var ex expiry
@@ -291,10 +292,9 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 	}
 	claimed = ex.expired+ex.runs+ex.skipped > 0
 	if len(wh.schedules) > 0 {
-		w.claimFrom = now / wh.tickDuration * wh.tickDuration
+		w.claimFrom = tick * wh.tickDuration
 		claimed = w.claimSchedules() || claimed
 	}
-	tick := now / wh.tickDuration
 	return claimed, wh.tick < tick && wh.earliest < tick
 }
 
