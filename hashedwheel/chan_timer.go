@@ -96,7 +96,7 @@ func (s *chanSender) disarm() (active bool) {
 // the timer is stopped or full. The caller holds mu.
 func (s *chanSender) arm(delay time.Duration, period int64, fallback bool) error {
 	t := &timeout{task: s}
-	switch err := s.h.scheduleTimeout(t, delay, period); {
+	switch _, err := s.h.scheduleTimeout(t, delay, period); {
 	case err == nil:
 		s.cur = t
 	case fallback && (errors.Is(err, ErrStopped) || errors.Is(err, ErrTooManyPendingTimeouts)):

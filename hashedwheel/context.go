@@ -25,21 +25,15 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if parent == nil {
 		panic(errNilParent)
 	}
-	if d <= 0 || d > farDelay {
-		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
+	if d <= 0 || d > farDelay || parent.Err() != nil {
+		return h.WithDeadlineCause(parent, h.Now().Add(d), cause)
 	}
 	if left, ok := h.timeLeft(parent); ok && left < d {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	if parent.Err() != nil {
-		return h.WithDeadlineCause(parent, h.wallNow().Add(d), cause)
-	}
-	c := &wheelContext{}
-	if cause != nil {
-		c.cause = boxed(cause)
-	}
+	c := &wheelContext{cause: boxed(cause)}
 	if err := h.arm(c, parent, d); err != nil {
-		return h.fallback(parent, h.wallNow().Add(d), d, cause, err)
+		return h.fallback(parent, h.Now().Add(d), d, cause, err)
 	}
 	return c, c.cancel
 }
@@ -67,11 +61,8 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	if cur, ok := parent.Deadline(); ok && cur.Before(deadline) {
 		return context.WithCancel(parent) // the parent's deadline comes first
 	}
-	dc := &deadlineContext{deadline: deadline}
-	if cause != nil {
-		dc.cause = boxed(cause)
-	}
-	delay := deadline.Sub(h.wallNow())
+	dc := &deadlineContext{wheelContext: wheelContext{cause: boxed(cause)}, deadline: deadline}
+	delay := deadline.Sub(h.Now())
 	if delay <= 0 || parent.Err() != nil {
 		return dc, h.unarmed(&dc.wheelContext, parent, delay <= 0)
 	}
@@ -98,7 +89,7 @@ func (h *HashedWheelTimer) timeLeft(parent context.Context) (time.Duration, bool
 	if !ok {
 		return 0, false
 	}
-	return cur.Sub(h.wallNow()), true
+	return cur.Sub(h.Now()), true
 }
 
 // fallback returns a context for a timeout the timer refused with err.
@@ -106,10 +97,7 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 	if errors.Is(err, ErrSynctestBubble) {
 		return context.WithDeadlineCause(parent, deadline, cause)
 	}
-	dc := &deadlineContext{deadline: deadline}
-	if cause != nil {
-		dc.cause = boxed(cause)
-	}
+	dc := &deadlineContext{wheelContext: wheelContext{cause: boxed(cause)}, deadline: deadline}
 	cancel := h.unarmed(&dc.wheelContext, parent, false)
 	stop := h.clock.AfterFunc(delay, dc.expire)
 	return dc, func() {
@@ -121,11 +109,7 @@ func (h *HashedWheelTimer) fallback(parent context.Context, deadline time.Time, 
 const errNilParent = "cannot create context from nil parent"
 
 // Now returns the time on the timer's clock, on which its deadlines are.
-func (h *HashedWheelTimer) Now() time.Time { return h.wallNow() }
-
-// wallNow reads the timer's clock, setting up a zero HashedWheelTimer
-// first.
-func (h *HashedWheelTimer) wallNow() time.Time {
+func (h *HashedWheelTimer) Now() time.Time {
 	if h.state.Load() == timerInit {
 		h.startMu.Lock()
 		if h.shards == nil && goid.Bubble() != h.bubble {
@@ -143,7 +127,7 @@ func (h *HashedWheelTimer) wallNow() time.Time {
 func (h *HashedWheelTimer) arm(c *wheelContext, parent context.Context, delay time.Duration) error {
 	c.inner, c.cancelInner = context.WithCancelCause(parent)
 	c.timeout.task = c
-	if err := h.scheduleTimeout(&c.timeout, delay, 0); err != nil {
+	if _, err := h.scheduleTimeout(&c.timeout, delay, 0); err != nil {
 		c.cancelInner(nil)
 		h.counters.contextFallbacks.Add(1)
 		return err
@@ -189,8 +173,14 @@ func (c *wheelContext) Deadline() (time.Time, bool) {
 	return *c.deadline.Load(), true
 }
 
-// boxed keeps a cause in a word: a context fits the 112-byte size class.
-func boxed(err error) *error { return &err }
+// boxed keeps a cause in a word, nil for none: a context fits the
+// 112-byte size class.
+func boxed(err error) *error {
+	if err == nil {
+		return nil
+	}
+	return &err
+}
 
 // deadlineContext reports the very deadline given.
 type deadlineContext struct {
@@ -294,8 +284,6 @@ func (c *wheelContext) outliveStop(*timeout) {
 var cancelCtxProbe, _ = context.WithCancel(context.Background())
 
 func isCancelCtxKey(key any) bool {
-	if _, ok := key.(*int); !ok {
-		return false
-	}
-	return cancelCtxProbe.Value(key) == cancelCtxProbe
+	_, ok := key.(*int)
+	return ok && cancelCtxProbe.Value(key) == cancelCtxProbe
 }

@@ -112,10 +112,9 @@ func (s *shard) pushed() uint64 {
 	return collected + uint64(top.seq-uint32(collected))
 }
 
-// pushTimeout pushes t onto an intake stack and returns the shard's count
-// of pushes, t included, modulo 2³², the shard's index, and the
-// compare-and-swaps that failed; it fails once the intake is closed. It is
-// safe for concurrent use.
+// pushTimeout pushes t onto an intake stack, from any goroutine, and
+// returns the shard's count of pushes, t included, modulo 2³², its index
+// and the compare-and-swaps that failed; it fails once the intake closed.
 //
 // The stack is first that of t's 8 KiB page: the runtime allocates from a
 // page per processor (P), so Ps mostly push onto different stacks for

@@ -38,15 +38,13 @@ func HistogramBound(i int) time.Duration { return time.Duration(histogram.Upper(
 
 // Count returns the number of durations counted.
 func (h Histogram) Count() uint64 {
-	s := h.snapshot()
-	return s.Count()
+	return h.snapshot().Count()
 }
 
 // Quantile returns the q-quantile, 0 ≤ q ≤ 1, as the upper bound of its
 // bucket, no more than Max: at most 19% above. It is 0 when empty.
 func (h Histogram) Quantile(q float64) time.Duration {
-	s := h.snapshot()
-	return time.Duration(s.Quantile(q))
+	return time.Duration(h.snapshot().Quantile(q))
 }
 
 // Sub returns the durations counted since earlier, of the same histogram.

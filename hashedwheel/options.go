@@ -40,6 +40,7 @@ func defaultConfig() config {
 	return config{
 		tickDuration:  DefaultTickDuration,
 		ticksPerWheel: DefaultTicksPerWheel,
+		ticksAsGiven:  DefaultTicksPerWheel,
 		logger:        slog.Default(),
 		clock:         clock.NewReal(),
 	}
@@ -144,13 +145,9 @@ func isNil(v any) bool {
 // validate checks that tick arithmetic never overflows.
 func (c *config) validate() error {
 	if limit := math.MaxInt64 / int64(c.ticksPerWheel); int64(c.tickDuration) >= limit {
-		wheel := c.ticksAsGiven
-		if wheel == 0 {
-			wheel = c.ticksPerWheel
-		}
 		return fmt.Errorf("%w: WithTickDuration(%v) with WithTicksPerWheel(%d): one turn of the wheel "+
 			"must be shorter than %v; expected a tick below %v for this wheel, or a smaller wheel",
-			ErrInvalidOption, c.tickDuration, wheel, time.Duration(math.MaxInt64), time.Duration(limit))
+			ErrInvalidOption, c.tickDuration, c.ticksAsGiven, time.Duration(math.MaxInt64), time.Duration(limit))
 	}
 	return nil
 }

@@ -27,14 +27,6 @@ func claimRun(w uint64, from int64, delay time.Duration) (word uint64, dispatch 
 	}
 }
 
-// claimEvery is claimRun for a timeout of Every, from being the start of
-// the first tick not ended.
-func (t *timeout) claimEvery(w uint64, from int64) (word uint64, dispatch bool, skipped int) {
-	next, skipped := nextFixedRun(deadlineOf(w), from, t.period)
-	word, dispatch, skip := claimRun(w, next, 0)
-	return word, dispatch, skipped + skip
-}
-
 // nextFixedRun returns the first d + k·period, k ≥ 1, after from, and how
 // many it skipped.
 func nextFixedRun(d, from, period int64) (next int64, skipped int) {
@@ -60,10 +52,11 @@ const (
 	maxCatchUp      = 1000 // bounds the runs a late worker skips one Next call at a time
 )
 
-// claimScheduled is claimEvery for a timeout of ScheduleFunc, the wall
-// clock reading wallNow at now: a run is due once the wall clock reaches
-// its named time. ended reports the runs' end, the timeout then expired;
-// named is Next's time for word's deadline.
+// claimScheduled is claimRun for a timeout of ScheduleFunc, from the
+// start of the first tick not ended, the wall clock reading wallNow at
+// now: a run is due once the wall clock reaches its named time. ended
+// reports the runs' end, the timeout then expired; named is Next's time
+// for word's deadline.
 func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from int64) (word uint64, dispatch bool, skipped int, ended bool, named time.Time) {
 	s := t.task.(*scheduledTask)
 	d := deadlineOf(w)
@@ -74,8 +67,17 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 	if wait := named.Sub(wallNow); wait > 0 { // the wall clock stepped back: at max(now + wait, from)
 		return withDeadline(w, max(now, from-int64(wait)), wait), false, 0, false, named
 	}
+	// The first run Next gives after named and after from: a late worker
+	// or a step of the wall clock passed the others.
 	fromWall := wallNow.Add(time.Duration(from - now))
-	nextNamed, skipped, ok := t.nextScheduledRun(s, named, fromWall)
+	nextNamed, ok := t.callNext(s, named)
+	for ok && !nextNamed.After(fromWall) {
+		if skipped++; skipped == maxCatchUp {
+			nextNamed, ok = t.callNext(s, fromWall)
+			break
+		}
+		nextNamed, ok = t.callNext(s, nextNamed)
+	}
 	base, delay := d, time.Duration(0) // ended: the deadline stays
 	if ok {
 		base, delay = from, nextNamed.Sub(fromWall)
@@ -85,21 +87,6 @@ func (t *timeout) claimScheduled(w uint64, now int64, wallNow time.Time, from in
 		word = word&^stateMask | stateExpired
 	}
 	return word, dispatch, skipped + skip, ended, nextNamed
-}
-
-// nextScheduledRun returns the first run Next gives after named and after
-// fromWall, and how many it skipped; ok is false if the runs end.
-func (t *timeout) nextScheduledRun(s *scheduledTask, named, fromWall time.Time) (next time.Time, skipped int, ok bool) {
-	next, ok = t.callNext(s, named)
-	for ok && !next.After(fromWall) {
-		skipped++
-		if skipped == maxCatchUp {
-			next, ok = t.callNext(s, fromWall)
-			break
-		}
-		next, ok = t.callNext(s, next)
-	}
-	return next, skipped, ok
 }
 
 // callNext returns s.Next(at), and false if the runs end.
@@ -157,7 +144,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
 	}
-	return h.schedule(funcTask(f), period, int64(period))
+	return h.scheduleTimeout(&timeout{task: funcTask(f)}, period, int64(period))
 }
 
 // startForPeriod checks period, naming call, and starts the timer.
@@ -204,7 +191,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	case !first.After(now):
 		return nil, fmt.Errorf("%w: Next(%v) returned %v: expected a time after it", ErrInvalidSchedule, now, first)
 	}
-	return h.schedule(&scheduledTask{s: s, f: f, named: first}, first.Sub(now), scheduledPeriod)
+	return h.scheduleTimeout(&timeout{task: &scheduledTask{s: s, f: f, named: first}}, first.Sub(now), scheduledPeriod)
 }
 
 // claimSchedules claims the due runs of ScheduleFunc's timeouts after the

@@ -2,7 +2,7 @@ package hashedwheel
 
 import (
 	"fmt"
-	"math"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -49,15 +49,12 @@ type Stats struct {
 // String formats the snapshot as key=value pairs named as in StatsFields.
 func (s Stats) String() string {
 	var b strings.Builder
+	v := reflect.ValueOf(s)
 	for i, f := range StatsFields() {
 		if i > 0 {
 			b.WriteByte(' ')
 		}
-		if f.Unit == "s" {
-			fmt.Fprintf(&b, "%s=%v", f.Name, time.Duration(math.Round(f.Value(s)*float64(time.Second))))
-		} else {
-			fmt.Fprintf(&b, "%s=%d", f.Name, int64(f.Value(s)))
-		}
+		fmt.Fprintf(&b, "%s=%v", f.Name, v.Field(i)) // a duration as time.Duration formats it
 	}
 	return b.String()
 }
@@ -66,28 +63,21 @@ func (s Stats) String() string {
 // it can be polled often.
 func (h *HashedWheelTimer) Stats() Stats {
 	c := &h.counters
-	snap := h.snapshot()
-	s := Stats{
-		Pending:          snap.pending,
-		Scheduled:        snap.accepted,
-		Expired:          snap.expired,
-		Cancelled:        snap.cancelled,
-		ReturnedByStop:   snap.returned,
-		ResetsDuringRun:  c.resetsDuringRun.Load(),
-		PeriodicRuns:     c.periodicRuns.Load(),
-		PeriodicSkipped:  c.periodicSkipped.Load(),
-		ScheduleErrors:   c.scheduleErrors.Load(),
-		RejectedFull:     c.rejectedFull.Load(),
-		RejectedStopped:  c.rejectedStopped.Load(),
-		ExecutorFailures: c.executorFailures.Load(),
-		ContextFallbacks: c.contextFallbacks.Load(),
-		ChanFallbacks:    c.chanFallbacks.Load(),
-		TaskPanics:       c.taskPanics.Load(),
-		HookPanics:       c.hookPanics.Load(),
-		Goexits:          c.goexits.Load(),
-		Ticks:            c.ticks.Load(),
-		MaxTickLag:       time.Duration(c.maxTickLag.Load()),
-	}
+	s := h.balanced()
+	s.ResetsDuringRun = c.resetsDuringRun.Load()
+	s.PeriodicRuns = c.periodicRuns.Load()
+	s.PeriodicSkipped = c.periodicSkipped.Load()
+	s.ScheduleErrors = c.scheduleErrors.Load()
+	s.RejectedFull = c.rejectedFull.Load()
+	s.RejectedStopped = c.rejectedStopped.Load()
+	s.ExecutorFailures = c.executorFailures.Load()
+	s.ContextFallbacks = c.contextFallbacks.Load()
+	s.ChanFallbacks = c.chanFallbacks.Load()
+	s.TaskPanics = c.taskPanics.Load()
+	s.HookPanics = c.hookPanics.Load()
+	s.Goexits = c.goexits.Load()
+	s.Ticks = c.ticks.Load()
+	s.MaxTickLag = time.Duration(c.maxTickLag.Load())
 	l := h.Lateness()
 	s.LatenessP50, s.LatenessP99, s.MaxLateness = l.Total.Quantile(0.5), l.Total.Quantile(0.99), l.Total.Max
 	s.MaxHandOffWait = l.HandOff.Max
@@ -95,43 +85,37 @@ func (h *HashedWheelTimer) Stats() Stats {
 	return s
 }
 
-// pendingSnapshot is a balanced reading of the pending count.
-type pendingSnapshot struct {
-	pending                      int64
-	accepted                     uint64
-	expired, cancelled, returned uint64
-}
-
 const snapshotAttempts = 100
 
-// snapshot reads the processed counts, the accepted count and the
-// processed counts again, until nothing was processed in between: the
-// pending count is then exact at an instant, within the limit, as a place
-// under it is freed after the count. Else the last reading is clamped.
-func (h *HashedWheelTimer) snapshot() pendingSnapshot {
+// balanced returns the counts of a Stats that balance: it reads the
+// processed counts, the accepted count and the processed counts again,
+// until nothing was processed in between: the pending count is then exact
+// at an instant, within the limit, as a place under it is freed after the
+// count. Else the last reading is clamped.
+func (h *HashedWheelTimer) balanced() Stats {
 	c := &h.counters
-	var s pendingSnapshot
+	var s Stats
 	// Before the start, a zero HashedWheelTimer's fields may be being set.
 	if h.state.Load() == timerInit {
 		return s
 	}
 	processed := func() uint64 {
-		s.expired, s.cancelled, s.returned = c.expired.Load(), c.cancelled.load(), c.returnedByStop.Load()
-		return s.expired + s.cancelled + s.returned
+		s.Expired, s.Cancelled, s.ReturnedByStop = c.expired.Load(), c.cancelled.load(), c.returnedByStop.Load()
+		return s.Expired + s.Cancelled + s.ReturnedByStop
 	}
 	for attempt := 1; ; attempt++ {
 		before := processed()
-		s.accepted = h.accepted()
+		s.Scheduled = h.accepted()
 		if after := processed(); after == before || attempt == snapshotAttempts {
-			s.pending = int64(s.accepted - after)
+			s.Pending = int64(s.Scheduled - after)
 			break
 		}
 	}
-	s.pending = max(s.pending, 0)
+	s.Pending = max(s.Pending, 0)
 	if h.maxPending > 0 {
-		s.pending = min(s.pending, h.maxPending)
+		s.Pending = min(s.Pending, h.maxPending)
 	}
-	s.accepted = s.expired + s.cancelled + s.returned + uint64(s.pending)
+	s.Scheduled = s.Expired + s.Cancelled + s.ReturnedByStop + uint64(s.Pending)
 	return s
 }
 
@@ -186,12 +170,4 @@ func (c *stripedCounter) load() uint64 {
 		n += c.stripes[i].n.Load()
 	}
 	return n
-}
-
-// countCancelled counts n cancellations, then releases their places under
-// the pending limit: in that order, a snapshot never finds more pending
-// timeouts than the limit.
-func (h *HashedWheelTimer) countCancelled(n int) {
-	h.counters.cancelled.add(uint64(n))
-	h.unadmit(int64(n))
 }

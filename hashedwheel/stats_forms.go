@@ -90,13 +90,10 @@ func (s Stats) MarshalJSON() ([]byte, error) {
 			b = append(b, ',')
 		}
 		b = append(strconv.AppendQuote(b, f.jsonName()), ':')
-		switch x := v.Field(i); {
-		case f.Unit == "s":
+		if f.Unit == "s" {
 			b = strconv.AppendFloat(b, f.Value(s), 'g', -1, 64)
-		case x.CanInt():
-			b = strconv.AppendInt(b, x.Int(), 10)
-		default:
-			b = strconv.AppendUint(b, x.Uint(), 10)
+		} else {
+			b = fmt.Append(b, v.Field(i).Interface()) // a count, exactly
 		}
 	}
 	return append(b, '}'), nil
@@ -116,20 +113,14 @@ func (s *Stats) UnmarshalJSON(data []byte) error {
 		if !ok {
 			continue
 		}
+		x := v.Field(i)
 		var err error
-		switch x := v.Field(i); {
-		case f.Unit == "s":
+		if f.Unit == "s" {
 			var sec float64
 			sec, err = n.Float64()
 			x.SetInt(int64(time.Duration(math.Round(sec * float64(time.Second)))))
-		case x.CanInt():
-			var k int64
-			k, err = n.Int64()
-			x.SetInt(k)
-		default:
-			var k uint64
-			k, err = strconv.ParseUint(n.String(), 10, 64)
-			x.SetUint(k)
+		} else {
+			err = json.Unmarshal([]byte(n), x.Addr().Interface()) // a count, exactly
 		}
 		if err != nil {
 			return fmt.Errorf("hashedwheel: Stats field %s: %w", f.jsonName(), err)

@@ -71,6 +71,7 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 func waitOrDone(ctx context.Context, c <-chan struct{}) bool {
 	select {
 	case <-c:
+		return true
 	case <-ctx.Done():
 	}
 	select {
@@ -159,9 +160,10 @@ func (w *worker) shutdown() {
 	for i := range h.shards {
 		discardReports(h.shards[i].reports)
 	}
+	// Counted before their places are freed, as by Cancel.
 	h.counters.returnedByStop.Add(uint64(len(result)))
-	h.countCancelled(moved)
-	h.unadmit(int64(len(result)))
+	h.counters.cancelled.add(uint64(moved))
+	h.unadmit(int64(len(result) + moved))
 	h.startMu.Lock()
 	h.stopResult = result
 	h.startMu.Unlock()

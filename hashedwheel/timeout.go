@@ -22,7 +22,7 @@ func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Time
 	if f, ok := task.(TaskFunc); ok && f == nil {
 		return nil, ErrNilTask
 	}
-	return h.schedule(task, delay, 0)
+	return h.scheduleTimeout(&timeout{task: task}, delay, 0)
 }
 
 // AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
@@ -31,38 +31,27 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	t := &timeout{task: funcTask(f)}
-	if err := h.scheduleTimeout(t, delay, 0); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return h.scheduleTimeout(&timeout{task: funcTask(f)}, delay, 0)
 }
 
-// schedule makes a timeout of task, repeating every period ns if positive.
-func (h *HashedWheelTimer) schedule(task TimerTask, delay time.Duration, period int64) (Timeout, error) {
-	t := &timeout{task: task}
-	if err := h.scheduleTimeout(t, delay, period); err != nil {
-		return nil, err // not a Timeout holding a nil *timeout
-	}
-	return t, nil
-}
-
-// scheduleTimeout hands t, new, to the worker.
-func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) error {
+// scheduleTimeout hands t, new, to the worker, repeating every period ns
+// if positive, and returns it; on failure, a nil Timeout, not one holding
+// a nil *timeout.
+func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) (Timeout, error) {
 	if h.state.Load() != timerStarted {
 		if err := h.startIfNeeded(); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	if h.maxPending > 0 && !h.admit() {
 		h.counters.rejectedFull.Add(1)
-		return tooManyPending(h.maxPending)
+		return nil, tooManyPending(h.maxPending)
 	}
 	now := h.now()
 	if now < 0 || h.probeBubble && inABubble() {
 		// A clock before the start: a bubble the timer was not started in.
 		h.unadmit(1)
-		return h.bubbleError("NewTimeout")
+		return nil, h.bubbleError("NewTimeout")
 	}
 	t.timer, t.period = h, period
 	// A plain write: the push that publishes t orders it before any load.
@@ -76,13 +65,13 @@ func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, peri
 	if !ok {
 		h.unadmit(1) // Stop closed the intake first: never accepted
 		h.counters.rejectedStopped.Add(1)
-		return ErrStopped
+		return nil, ErrStopped
 	}
 	h.nudgeWorker(uint64(count))
 	if h.watcher != nil {
 		h.watcher.Accepted()
 	}
-	return nil
+	return t, nil
 }
 
 // now returns the timer's time, in which deadlines are: its clock in

@@ -115,9 +115,7 @@ func (h *HashedWheelTimer) initZero() {
 	if h.shards != nil {
 		return
 	}
-	cfg := defaultConfig()
-	_ = cfg.validate()
-	h.init(cfg)
+	h.init(defaultConfig())
 }
 
 // Start starts the worker goroutine, as the first NewTimeout does. It
@@ -220,5 +218,5 @@ func (h *HashedWheelTimer) unadmit(n int64) {
 // cancelled nor returned by Stop (none after it), a periodic one counting
 // once: at most the WithMaxPendingTimeouts limit.
 func (h *HashedWheelTimer) PendingTimeouts() int64 {
-	return h.snapshot().pending
+	return h.balanced().Pending
 }

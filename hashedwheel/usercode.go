@@ -7,27 +7,18 @@ import (
 	"runtime/debug"
 )
 
-// userCode is the user code that failed: a task or a Cancelled hook.
-type userCode uint8
-
+// The user code that failed, as userCodeFailed names it.
 const (
-	userTask userCode = iota
-	userHook
+	userTask = "TimerTask"
+	userHook = "Cancelled hook"
 )
-
-func (c userCode) String() string {
-	if c == userHook {
-		return "Cancelled hook"
-	}
-	return "TimerTask"
-}
 
 // userCodeFailed counts and logs t's task or hook that panicked with r or,
 // r nil, called runtime.Goexit, from the deferred call that recovered r.
-func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
+func (h *HashedWheelTimer) userCodeFailed(what string, t *timeout, r any) {
 	if r == nil {
 		h.counters.goexits.Add(1)
-		h.config.logger.Error("hashedwheel: "+what.String()+" called runtime.Goexit; its goroutine ended, the timer carries on",
+		h.config.logger.Error("hashedwheel: "+what+" called runtime.Goexit; its goroutine ended, the timer carries on",
 			"task", taskName(t.task), "stack", string(debug.Stack()))
 		return
 	}
@@ -36,7 +27,7 @@ func (h *HashedWheelTimer) userCodeFailed(what userCode, t *timeout, r any) {
 	} else {
 		h.counters.taskPanics.Add(1)
 	}
-	h.config.logger.Error("hashedwheel: "+what.String()+" panicked",
+	h.config.logger.Error("hashedwheel: "+what+" panicked",
 		"task", taskName(t.task), "panic", r, "stack", string(debug.Stack()))
 }
 

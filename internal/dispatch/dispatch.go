@@ -1,21 +1,14 @@
 // Package dispatch hands a timer's due tasks to its executor and tracks
-// them until they return. The hashedwheel timer and the benchmark
-// contenders share it, differing only in finding what is due.
+// them until they return; the hashedwheel timer and the benchmark
+// contenders share it.
 //
-// Each Dispatch appends its tasks, as a segment, to a queue that drain
-// functions on the executor take from, oldest first: a task due earlier
-// never starts after one due later. A drain function claims more tasks at
-// once while they are short (claim.go); what it claimed and has not
-// started others steal, so a slow task holds up no other. At most
-// Parallelism drain functions, the executor's size, are out at once; tasks
-// beyond them wait in the queue, costing nothing.
-//
-// A Dispatch hands over two drain functions per processor, enough for
-// short tasks; those out go on with the next segments. While slow tasks
-// hold them, the check asks at once for a drain function per slow task it
-// expects, which those begun hand out in a tree, so slow tasks due
-// together start together. Nothing waits for the executor's goroutines:
-// Execute must not block.
+// Each Dispatch appends its tasks, as a segment, to a queue that at most
+// Parallelism drain functions on the executor take from, oldest first: a
+// task due earlier never starts after one due later, and what one drain
+// function claimed and has not started others steal (claim.go), so a slow
+// task holds up no other. While slow tasks hold the drain functions out, a
+// check asks for more (grow), so slow tasks due together start together.
+// Nothing waits for the executor's goroutines: Execute must not block.
 package dispatch
 
 import (
@@ -78,9 +71,8 @@ func SizeOf(e Executor) int {
 }
 
 const (
-	// maxKeptTasks and maxKeptSlices bound the slices kept for reuse.
-	maxKeptTasks  = 1 << 14
-	maxKeptSlices = 2
+	// maxKeptTasks bounds the slice kept for reuse.
+	maxKeptTasks = 1 << 14
 	// yieldEvery is how long a drain function runs tasks before it yields:
 	// a processor runs its due runtime timers, the worker's tick among
 	// them, only when it schedules (golang/go#38860).
@@ -120,16 +112,14 @@ type Dispatcher[T any] struct {
 	burstBase      int64       // tasks started when the queue last became non-empty
 	startedAtCheck int64       // tasks started at the last check
 	free           *handOff[T] // hand-offs not in use, linked
-	spare          [][]Due[T]  // emptied task slices, for the next segments
+	spare          []Due[T]    // an emptied task slice, for the next segment
 	closed         bool
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
 	// The dispatching goroutine's inline run of an inline dispatch's
-	// segment, on Config.Now's clock; inlineNext is the first task yet to
-	// run.
+	// segment, on Config.Now's clock.
 	inline        drainer[T]
 	inlineSegment segment[T]
-	inlineNext    int
 }
 
 // segment is the tasks of one Dispatch.
@@ -204,19 +194,15 @@ func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	if d.cfg.Executor == nil {
 		s := &d.inlineSegment // each waits for those before it, on the caller's clock
 		s.tasks, s.now, s.at = tasks, now, now
-		d.inline.s, d.inlineNext = s, 0
+		s.next.Store(0)
+		d.inline.s = s
 		d.RunInline()
 		return
 	}
 	s := &segment[T]{at: int64(time.Since(origin)), now: now}
 	d.mu.Lock()
-	for i, spare := range d.spare { // a slice a segment emptied, if one is large enough
-		if cap(spare) >= n {
-			last := len(d.spare) - 1
-			s.tasks, d.spare[i], d.spare[last] = spare, d.spare[last], nil
-			d.spare = d.spare[:last]
-			break
-		}
+	if cap(d.spare) >= n { // the slice a segment emptied
+		s.tasks, d.spare = d.spare, nil
 	}
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
@@ -247,42 +233,38 @@ func (d *Dispatcher[T]) RunInline() {
 		d.finish(r.ran)
 		r.ran = 0
 	}()
-	for r.s != nil && d.inlineNext < len(r.s.tasks) {
-		d.inlineNext++
+	for s := r.s; s != nil && s.next.Load() < int64(len(s.tasks)); {
 		if d.cfg.Now != nil {
 			r.now = d.cfg.Now()
 		}
-		r.runTask(int64(d.inlineNext - 1))
+		r.runTask(s.next.Add(1) - 1)
 	}
-	if r.s != nil {
-		r.s.tasks = nil // the caller's slice: the dispatcher keeps nothing of it
-	}
-	r.s = nil
+	r.s, d.inlineSegment.tasks = nil, nil // the caller's slice: the dispatcher keeps nothing of it
 }
 
-// handOut counts up to n more drain functions out, as many as the bound
-// allows, and hands them to the executor. One the executor refuses or
-// panics on runs on a goroutine of its own, as do the rest after an
-// Execute that panicked or ended the calling goroutine with
-// runtime.Goexit: every drain function counted out is handed over.
+// handOut counts up to n more drain functions out, within the bound, and
+// hands each to the executor, or, refused or after an Execute that
+// panicked or called runtime.Goexit, to a goroutine of its own.
 func (d *Dispatcher[T]) handOut(n int) {
 	d.mu.Lock()
 	n = max(min(n, d.cfg.Parallelism-d.outstanding), 0)
 	d.outstanding += n
 	d.waiting.Add(int64(n))
-	var rest *handOff[T] // those not yet handed over, linked
+	// h is handed over next and next after it, read first: a drain
+	// function, once run, relinks its hand-off to give it back.
+	var h, next *handOff[T]
 	for range n {
-		h := d.free
-		if h == nil {
-			h = &handOff[T]{d: d}
-			h.fn = h.run
+		g := d.free
+		if g == nil {
+			g = &handOff[T]{d: d}
+			g.fn = g.run
 		} else {
-			d.free = h.link
+			d.free = g.link
 		}
-		h.link, rest = rest, h
+		g.link, h = h, g
+		g.armed.Store(true)
 	}
 	d.mu.Unlock()
-	var h *handOff[T]
 	returned := false
 	defer func() {
 		if returned {
@@ -291,22 +273,14 @@ func (d *Dispatcher[T]) handOut(n int) {
 		if r := recover(); r != nil {
 			d.cfg.Refused(fmt.Errorf("executor panicked: %v", r))
 		}
-		for {
+		go h.fn() // armed: if Execute ran it already, a second run returns at once
+		for h = next; h != nil; h = next {
+			next = h.link
 			go h.fn()
-			if rest == nil {
-				break
-			}
-			h, rest = rest, rest.link
-			h.link = nil
-			h.armed.Store(true)
 		}
 	}()
-	for rest != nil {
-		// Unlinked before the hand-over: the drain function, once run,
-		// relinks it to give it back.
-		h, rest = rest, rest.link
-		h.link = nil
-		h.armed.Store(true)
+	for ; h != nil; h = next {
+		next = h.link
 		if err := d.cfg.Executor.Execute(h.fn); err != nil {
 			d.cfg.Refused(err)
 			go h.fn()
@@ -408,17 +382,11 @@ func (r *drainer[T]) claimAndRun() {
 		}
 		if !r.claimed && last < n { // tasks wait behind its first claim
 			r.claimed = true
-			// Hand out fanOutBy of the drain functions the check asked
-			// for, so that they start in a tree; once none is left and
-			// none out waits to begin, watch the rest.
-			m := 0
-			for v := d.fanOut.Load(); v > 0 && m < fanOutBy; v = d.fanOut.Load() {
-				if d.fanOut.CompareAndSwap(v, v-1) {
-					m++
-				}
-			}
-			if m > 0 {
-				d.handOut(m)
+			// Hand out fanOutBy of those the check asked for (fanOut, below
+			// zero once taken), so that they start in a tree; with none
+			// left and none out waiting to begin, watch the rest.
+			if m := min(d.fanOut.Add(-fanOutBy)+fanOutBy, fanOutBy); m > 0 {
+				d.handOut(int(m))
 			} else if d.waiting.Load() == 0 {
 				d.watch()
 			}
@@ -481,8 +449,8 @@ func (r *drainer[T]) finishSegment() {
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
 		d.mu.Lock()
-		if cap(s.tasks) <= maxKeptTasks && len(d.spare) < maxKeptSlices {
-			d.spare = append(d.spare, s.tasks[:0])
+		if cap(s.tasks) <= maxKeptTasks && cap(s.tasks) > cap(d.spare) {
+			d.spare = s.tasks[:0]
 		}
 		d.mu.Unlock()
 	}
@@ -511,11 +479,11 @@ func (d *Dispatcher[T]) watch() {
 }
 
 // firstCheck makes the first check as soon as it can tell: it yields until
-// every drain function out has begun, then for slowAfter more, and if no
-// claim's tasks returned meanwhile, slow tasks hold them: it grows at
+// every drain function out has begun, then for slowAfter more; if no
+// claim's tasks returned meanwhile, slow tasks hold them, and it grows at
 // once, where a runtime timer would fire up to a millisecond late on a
-// machine the slow tasks leave idle. Otherwise, or after growInterval, the
-// checks go on on a runtime timer. Short tasks cost it microseconds.
+// machine they leave idle. Otherwise, or after growInterval, the checks go
+// on on a runtime timer.
 func (d *Dispatcher[T]) firstCheck() {
 	start := time.Since(origin)
 	var began time.Duration // when every drain function out had begun
@@ -543,30 +511,25 @@ func (d *Dispatcher[T]) firstCheck() {
 	}
 }
 
-// mayGrow reports whether more drain functions could start tasks: some
-// wait, the bound is not reached and none waits to begin (held up by the
-// executor or a processor). The caller holds mu.
-func (d *Dispatcher[T]) mayGrow(unstarted int64) bool {
-	return unstarted > 0 && d.outstanding < d.cfg.Parallelism && d.waiting.Load() == 0
-}
-
 // grow is the check: if no more tasks started since the last check than
-// drain functions are out, slow tasks hold them, and it asks for a drain
-// function per slow task it expects among those waiting, at the rate seen
-// since the queue filled, plus as many for the short ones. It then arms
-// the next check while growing can help; those it asked for arm it as they
-// begin.
+// drain functions are out, slow tasks hold them: it asks for one per slow
+// task it expects among those waiting, at the rate seen since the queue
+// filled, plus as many for the short ones. Else, while growing can help,
+// it arms the next check; those it asked for arm it as they begin.
 func (d *Dispatcher[T]) grow() {
 	d.mu.Lock()
 	unstarted := d.unstarted()
 	started := d.dispatched - unstarted
+	// More drain functions could start tasks: some wait, the bound is not
+	// reached, and none waits to begin (on the executor or a processor).
+	mayGrow := unstarted > 0 && d.outstanding < d.cfg.Parallelism && d.waiting.Load() == 0
 	n := 0
-	if d.mayGrow(unstarted) && started-d.startedAtCheck <= int64(d.outstanding) {
+	if mayGrow && started-d.startedAtCheck <= int64(d.outstanding) {
 		out, burst := int64(d.outstanding), max(started-d.burstBase, 1)
 		n = int(min((out*unstarted+burst-1)/burst+out, unstarted))
 	}
 	d.startedAtCheck = started
-	rearm := n == 0 && d.mayGrow(unstarted)
+	rearm := n == 0 && mayGrow
 	if !rearm {
 		d.watching.Store(false)
 	}

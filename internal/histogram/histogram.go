@@ -67,7 +67,7 @@ type Snapshot struct {
 }
 
 // Count returns the number of durations counted.
-func (s *Snapshot) Count() uint64 {
+func (s Snapshot) Count() uint64 {
 	var n uint64
 	for _, c := range s.Counts {
 		n += c
@@ -78,7 +78,7 @@ func (s *Snapshot) Count() uint64 {
 // Quantile returns the upper bound of the slot that holds the q-quantile,
 // 0 ≤ q ≤ 1, no more than Max: within a slot's width (19%) above the
 // true quantile. It returns 0 for an empty snapshot.
-func (s *Snapshot) Quantile(q float64) int64 {
+func (s Snapshot) Quantile(q float64) int64 {
 	n := s.Count()
 	if n == 0 {
 		return 0
