@@ -71,7 +71,6 @@ func (h *HashedWheelTimer) StopContext(ctx context.Context) ([]Timeout, error) {
 func waitOrDone(ctx context.Context, c <-chan struct{}) bool {
 	select {
 	case <-c:
-		return true
 	case <-ctx.Done():
 	}
 	select {

@@ -141,7 +141,8 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 			if tick := tickDue(d, wh.tickDuration); tick&wh.mask == wh.tick&wh.mask {
 				b.minDue = min(b.minDue, tick) // a later turn
 			} else {
-				wh.refile(t) // Reset moved it later
+				wh.unlink(t) // Reset moved it later
+				wh.link(t, d)
 			}
 		case d > now:
 			ex.misplaced++
@@ -156,7 +157,8 @@ func (wh *wheel) expire(now int64, due []dueRun) ([]dueRun, expiry) {
 				goto visit
 			}
 			ex.skipped += skipped + skip
-			wh.refile(t)
+			wh.unlink(t)
+			wh.link(t, deadlineOf(word))
 			if run {
 				ex.runs++
 				due = append(due, dueRun{Deadline: d, Task: t})
