@@ -179,7 +179,9 @@ func boxed(err error) *error {
 	if err == nil {
 		return nil
 	}
-	return &err
+	p := new(error) // allocated only here: &err would move err to the heap on every call
+	*p = err
+	return p
 }
 
 // deadlineContext reports the very deadline given.
