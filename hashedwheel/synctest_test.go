@@ -2,6 +2,7 @@ package hashedwheel
 
 import (
 	"context"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -42,6 +43,35 @@ func TestSynctestFakeTime(t *testing.T) {
 		synctest.Wait()
 		assert.Equal(t, 4, every, "runs at 10, 20, 30 and 40 minutes")
 		assert.Len(t, h.Stop(), 1, "the periodic timeout")
+	})
+	assert.Less(t, time.Since(realStart), 10*time.Second, "fake time, not real")
+}
+
+// TestSynctestSlowTasksDueTogether: in a bubble, slow tasks due together,
+// more than the pool's first goroutines take, all run to their end on the
+// bubble's time: nothing of the timer spins while time stands still there,
+// which would keep the bubble's time from ever reaching their end.
+func TestSynctestSlowTasksDueTogether(t *testing.T) {
+	realStart := time.Now()
+	synctest.Test(t, func(t *testing.T) {
+		h, err := New(WithTickDuration(time.Second))
+		require.NoError(t, err)
+		n := 4*runtime.GOMAXPROCS(0) + 1
+		start := time.Now()
+		ended := make(chan time.Duration, n)
+		for range n {
+			_, err := h.AfterFunc(time.Minute, func() {
+				time.Sleep(time.Hour)
+				ended <- time.Since(start)
+			})
+			require.NoError(t, err)
+		}
+		for range n {
+			took := <-ended
+			assert.GreaterOrEqual(t, took, time.Hour+time.Minute, "each slept its hour after its deadline")
+			assert.LessOrEqual(t, took, time.Hour+time.Minute+2*time.Second, "started within a tick of it")
+		}
+		assert.Empty(t, h.Stop())
 	})
 	assert.Less(t, time.Since(realStart), 10*time.Second, "fake time, not real")
 }

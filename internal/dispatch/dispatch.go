@@ -483,16 +483,18 @@ func (d *Dispatcher[T]) watch() {
 // claim's tasks returned meanwhile, slow tasks hold them, and it grows at
 // once, where a runtime timer would fire up to a millisecond late on a
 // machine they leave idle. Otherwise, or after growInterval, the checks go
-// on on a runtime timer.
+// on on a runtime timer; at once where time stands still while goroutines
+// run, as in a testing/synctest bubble, whose time passes only once they
+// all block.
 func (d *Dispatcher[T]) firstCheck() {
 	start := time.Since(origin)
 	var began time.Duration // when every drain function out had begun
 	var progress int64
-	for {
+	for now, last := start, start; ; last = now {
 		runtime.Gosched()
-		now := time.Since(origin)
+		now = time.Since(origin)
 		switch {
-		case now-start >= growInterval:
+		case now == last, now-start >= growInterval:
 		case d.waiting.Load() > 0:
 			began = 0
 			continue
