@@ -250,21 +250,19 @@ func (d *Dispatcher[T]) handOut(n int) {
 	n = max(min(n, d.cfg.Parallelism-d.outstanding), 0)
 	d.outstanding += n
 	d.waiting.Add(int64(n))
-	// h is handed over next and next after it, read first: a drain
-	// function, once run, relinks its hand-off to give it back.
-	var h, next *handOff[T]
+	var rest *handOff[T] // those not yet handed over, linked
 	for range n {
-		g := d.free
-		if g == nil {
-			g = &handOff[T]{d: d}
-			g.fn = g.run
+		h := d.free
+		if h == nil {
+			h = &handOff[T]{d: d}
+			h.fn = h.run
 		} else {
-			d.free = g.link
+			d.free = h.link
 		}
-		g.link, h = h, g
-		g.armed.Store(true)
+		h.link, rest = rest, h
 	}
 	d.mu.Unlock()
+	var h *handOff[T]
 	returned := false
 	defer func() {
 		if returned {
@@ -274,13 +272,17 @@ func (d *Dispatcher[T]) handOut(n int) {
 			d.cfg.Refused(fmt.Errorf("executor panicked: %v", r))
 		}
 		go h.fn() // armed: if Execute ran it already, a second run returns at once
-		for h = next; h != nil; h = next {
-			next = h.link
+		for h = rest; h != nil; h = rest {
+			rest, h.link = h.link, nil
+			h.armed.Store(true)
 			go h.fn()
 		}
 	}()
-	for ; h != nil; h = next {
-		next = h.link
+	for h = rest; h != nil; h = rest {
+		// Unlinked, then armed, just before its hand-over: from then on a
+		// late second run of an earlier one may run it, and relink it.
+		rest, h.link = h.link, nil
+		h.armed.Store(true)
 		if err := d.cfg.Executor.Execute(h.fn); err != nil {
 			d.cfg.Refused(err)
 			go h.fn()
@@ -480,12 +482,10 @@ func (d *Dispatcher[T]) watch() {
 
 // firstCheck makes the first check as soon as it can tell: it yields until
 // every drain function out has begun, then for slowAfter more; if no
-// claim's tasks returned meanwhile, slow tasks hold them, and it grows at
-// once, where a runtime timer would fire up to a millisecond late on a
-// machine they leave idle. Otherwise, or after growInterval, the checks go
-// on on a runtime timer; at once where time stands still while goroutines
-// run, as in a testing/synctest bubble, whose time passes only once they
-// all block.
+// claim's tasks returned meanwhile, slow tasks hold them and it grows at
+// once (a runtime timer fires up to a millisecond late on an idle machine).
+// Otherwise, after growInterval, or at once where time stands still while
+// goroutines run (a testing/synctest bubble), the checks go on a timer.
 func (d *Dispatcher[T]) firstCheck() {
 	start := time.Since(origin)
 	var began time.Duration // when every drain function out had begun

@@ -263,3 +263,43 @@ func TestNoCheckWhileADrainFunctionWaitsForTheExecutor(t *testing.T) {
 	}
 	closeAndWaitIdle(t, d)
 }
+
+// lateExecutor runs each function at once, on the caller, and keeps it.
+// Its next call after rerun is set first runs again the function of call
+// number rerun: the late second run of an executor that runs functions
+// twice, which may come once the hand-off is given back and taken again.
+type lateExecutor struct {
+	calls []func()
+	rerun int
+}
+
+func (e *lateExecutor) Execute(f func()) error {
+	if e.rerun > 0 {
+		late := e.calls[e.rerun-1]
+		e.rerun = 0
+		late()
+	}
+	e.calls = append(e.calls, f)
+	f()
+	return nil
+}
+
+// TestALateSecondRunOfAHandOverLosesNoDrainFunction: a Dispatch takes
+// again the three hand-offs the one before gave back and hands them over
+// in turn; the late second run of the middle one's earlier hand-over comes
+// as the first is handed over. Each drain function is still handed over
+// once and returns, and every task runs once.
+func TestALateSecondRunOfAHandOverLosesNoDrainFunction(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2)) // a Dispatch of three tasks hands over three
+	exec := &lateExecutor{}
+	var ran atomic.Int64
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 3, Run: func(int) { ran.Add(1) }})
+	d.Dispatch(sequence(3))
+	require.Len(t, exec.calls, 3)
+	exec.rerun = 2 // the hand-off given back second is taken second, so handed over second
+	d.Dispatch(sequence(3))
+	assert.Equal(t, int64(6), ran.Load(), "every task once")
+	assert.Equal(t, 6, len(exec.calls), "an Execute per drain function")
+	assert.Zero(t, d.Outstanding(), "every drain function counted out returned")
+	closeAndWaitIdle(t, d)
+}
