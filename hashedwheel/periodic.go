@@ -144,7 +144,7 @@ func (h *HashedWheelTimer) Every(period time.Duration, f func()) (Timeout, error
 	if err := h.startForPeriod("Every", period); err != nil {
 		return nil, err
 	}
-	return h.scheduleTimeout(&timeout{task: funcTask(f)}, period, int64(period))
+	return h.scheduleTimeout(&timeout{task: plainFunc(f)}, period, int64(period))
 }
 
 // startForPeriod checks period, naming call, and starts the timer.

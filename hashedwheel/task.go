@@ -19,10 +19,10 @@ type TaskFunc func(timeout Timeout)
 // Run calls f(timeout).
 func (f TaskFunc) Run(timeout Timeout) { f(timeout) }
 
-// funcTask is the TimerTask of AfterFunc and Every.
-type funcTask func()
+// plainFunc is the TimerTask of AfterFunc and Every, a func() of no Timeout.
+type plainFunc func()
 
-func (f funcTask) Run(Timeout) { f() }
+func (f plainFunc) Run(Timeout) { f() }
 
 // cancelledHook is TimerTask's optional Cancelled hook.
 type cancelledHook interface {

@@ -31,7 +31,7 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	return h.scheduleTimeout(&timeout{task: funcTask(f)}, delay, 0)
+	return h.scheduleTimeout(&timeout{task: plainFunc(f)}, delay, 0)
 }
 
 // scheduleTimeout hands t, new, to the worker, repeating every period ns
@@ -289,7 +289,7 @@ func (t *timeout) runTask() {
 		}
 	}()
 	switch task := t.task.(type) { // called directly: a frame less under the user's function
-	case funcTask: // AfterFunc's and Every's, the commonest
+	case plainFunc: // AfterFunc's and Every's, the commonest
 		task()
 	case *scheduledTask:
 		task.f()

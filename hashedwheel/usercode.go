@@ -35,7 +35,7 @@ func (h *HashedWheelTimer) userCodeFailed(what string, t *timeout, r any) {
 // of another TimerTask, never its fields, which may be racy or secret.
 func taskName(task TimerTask) string {
 	switch f := task.(type) {
-	case funcTask, TaskFunc:
+	case plainFunc, TaskFunc:
 		return funcName(f)
 	case *scheduledTask:
 		return funcName(f.f)
@@ -58,7 +58,7 @@ func funcName(f any) string {
 // assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
-	case funcTask, TaskFunc:
+	case plainFunc, TaskFunc:
 		return nil
 	}
 	hook, _ := task.(cancelledHook)

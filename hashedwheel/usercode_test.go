@@ -141,12 +141,12 @@ func TestTaskNameNamesFunctionsAndTypes(t *testing.T) {
 		task TimerTask
 		want string
 	}{
-		{funcTask(panickingFunc), pkg + "panickingFunc"},
+		{plainFunc(panickingFunc), pkg + "panickingFunc"},
 		{TaskFunc(exitingTaskFunc), pkg + "exitingTaskFunc"},
-		{funcTask(closure), pkg + "TestTaskNameNamesFunctionsAndTypes.func1"},
+		{plainFunc(closure), pkg + "TestTaskNameNamesFunctionsAndTypes.func1"},
 		{&scheduledTask{f: panickingFunc}, pkg + "panickingFunc"},
 		{&hookTask{}, "*hashedwheel.hookTask"},
-		{funcTask(nil), "hashedwheel.funcTask"},
+		{plainFunc(nil), "hashedwheel.plainFunc"},
 	} {
 		require.Equal(t, tc.want, taskName(tc.task))
 	}
