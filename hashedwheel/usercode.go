@@ -54,11 +54,11 @@ func funcName(f any) string {
 	return fmt.Sprintf("%T", f)
 }
 
-// cancelledHookOf spares the commonest tasks the dearer interface
-// assertion.
+// cancelledHookOf spares the commonest tasks, and the contexts a push finds
+// cancelled on top, the dearer interface assertion.
 func cancelledHookOf(task TimerTask) cancelledHook {
 	switch task.(type) {
-	case plainFunc, TaskFunc:
+	case plainFunc, TaskFunc, *wheelContext:
 		return nil
 	}
 	hook, _ := task.(cancelledHook)
