@@ -246,7 +246,8 @@ func (h *HashedWheelTimer) report(t *timeout) {
 // nudgeWorker, after a push that brought a stack's or queue's count to
 // count, wakes the worker at once if it sleeps past its next tick, else
 // every wakeEvery pushes, yielding so that it runs even when producers
-// busy every processor. It is inlined: most pushes do neither.
+// busy every processor. Its test is inlined, for most pushes do neither;
+// wakeWorker tells which.
 func (h *HashedWheelTimer) nudgeWorker(count uint64) {
 	if h.idle.Load() || count%wakeEvery == 0 {
 		h.wakeWorker(count)
