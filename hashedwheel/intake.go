@@ -246,15 +246,8 @@ func (h *HashedWheelTimer) report(t *timeout) {
 // nudgeWorker, after a push that brought a stack's or queue's count to
 // count, wakes the worker at once if it sleeps past its next tick, else
 // every wakeEvery pushes, yielding so that it runs even when producers
-// busy every processor. Its test is inlined, for most pushes do neither;
-// wakeWorker tells which.
+// busy every processor.
 func (h *HashedWheelTimer) nudgeWorker(count uint64) {
-	if h.idle.Load() || count%wakeEvery == 0 {
-		h.wakeWorker(count)
-	}
-}
-
-func (h *HashedWheelTimer) wakeWorker(count uint64) {
 	switch {
 	case h.idle.Load():
 		if h.idle.CompareAndSwap(true, false) {
