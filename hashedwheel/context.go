@@ -35,7 +35,7 @@ func (h *HashedWheelTimer) WithTimeoutCause(parent context.Context, d time.Durat
 	if err := h.arm(c, parent, d); err != nil {
 		return h.fallback(parent, h.Now().Add(d), d, cause, err)
 	}
-	return c, c.cancel
+	return c, c.cancelFunc()
 }
 
 // WithDeadline is context.WithDeadline enforced by the timer: Done is
@@ -69,7 +69,7 @@ func (h *HashedWheelTimer) WithDeadlineCause(parent context.Context, deadline ti
 	if err := h.arm(&dc.wheelContext, parent, delay); err != nil {
 		return h.fallback(parent, deadline, delay, cause, err)
 	}
-	return dc, dc.cancel
+	return dc, dc.cancelFunc()
 }
 
 // timeLeft returns the time until parent's deadline, if any: monotonic for
@@ -143,7 +143,7 @@ func (h *HashedWheelTimer) unarmed(c *wheelContext, parent context.Context, expi
 	if expired {
 		c.expire()
 	}
-	return c.cancel
+	return c.cancelFunc()
 }
 
 // errDeadlinePassed is inner's cause at the deadline, for Err.
@@ -155,6 +155,10 @@ var errDeadlinePassed = errors.New("hashedwheel: deadline passed")
 // derived contexts so that they see DeadlineExceeded, not Canceled: they
 // join through AfterFunc (context_afterfunc.go).
 type wheelContext struct {
+	// The closure of c.cancel, first: the context is its own CancelFunc
+	// (context_cancelfunc.go).
+	cancelCode  uintptr
+	self        *wheelContext
 	inner       context.Context
 	cancelInner context.CancelCauseFunc
 	cause       *error // at the deadline; nil: DeadlineExceeded
@@ -174,7 +178,7 @@ func (c *wheelContext) Deadline() (time.Time, bool) {
 }
 
 // boxed keeps a cause in a word, nil for none: a context fits the
-// 112-byte size class.
+// 128-byte size class.
 func boxed(err error) *error {
 	if err == nil {
 		return nil

@@ -91,6 +91,53 @@ func TestContextCancelFunc(t *testing.T) {
 	assert.NoError(t, parent.Err())
 }
 
+// TestContextIsItsOwnCancelFunc: each CancelFunc, the context itself seen
+// as a closure, cancels its own context and no other, from WithTimeout,
+// WithDeadline and a done parent alike, and costs no allocation of its own.
+func TestContextIsItsOwnCancelFunc(t *testing.T) {
+	require.NotZero(t, cancelCode, "the method value's closure has the layout a context mimics")
+	h := contextTimer(t)
+	done, cancelDone := context.WithCancel(context.Background())
+	cancelDone()
+	makers := []func() (context.Context, context.CancelFunc){
+		func() (context.Context, context.CancelFunc) { return h.WithTimeout(context.Background(), time.Hour) },
+		func() (context.Context, context.CancelFunc) {
+			return h.WithDeadline(context.Background(), time.Now().Add(time.Hour))
+		},
+		func() (context.Context, context.CancelFunc) { return h.WithDeadline(done, time.Now().Add(time.Hour)) },
+	}
+	for m, newContext := range makers {
+		var ctxs []context.Context
+		var cancels []context.CancelFunc
+		for range 64 {
+			c, cancel := newContext()
+			ctxs, cancels = append(ctxs, c), append(cancels, cancel)
+		}
+		for i := 0; i < len(cancels); i += 2 {
+			cancels[i]()
+		}
+		for i, c := range ctxs {
+			if i%2 == 0 || m == 2 {
+				assert.Equal(t, context.Canceled, c.Err(), "maker %d, context %d: cancelled by its own CancelFunc", m, i)
+			} else {
+				assert.NoError(t, c.Err(), "maker %d, context %d: no other context's CancelFunc cancels it", m, i)
+			}
+		}
+		for _, cancel := range cancels {
+			cancel()
+		}
+	}
+	assert.Eventually(t, func() bool { return h.PendingTimeouts() == 0 }, 5*time.Second, time.Millisecond,
+		"every CancelFunc released its timeout")
+
+	wheel := testing.AllocsPerRun(100, func() {
+		_, cancel := h.WithTimeout(context.Background(), time.Hour)
+		cancel()
+	})
+	// The context, and the context package's child with its CancelCauseFunc.
+	assert.Equal(t, 3.0, wheel, "allocations of a WithTimeout and its cancel")
+}
+
 // TestContextParentCancelPropagatesAtOnce: cancelling the parent cancels
 // the context before the parent's cancel returns, with the parent's error
 // and cause, and with no goroutine of its own.
