@@ -117,9 +117,12 @@ func TestContextIsItsOwnCancelFunc(t *testing.T) {
 			cancels[i]()
 		}
 		for i, c := range ctxs {
-			if i%2 == 0 || m == 2 {
+			switch {
+			case m == 2:
+				assert.Equal(t, context.Canceled, c.Err(), "context %d: done with its parent", i)
+			case i%2 == 0:
 				assert.Equal(t, context.Canceled, c.Err(), "maker %d, context %d: cancelled by its own CancelFunc", m, i)
-			} else {
+			default:
 				assert.NoError(t, c.Err(), "maker %d, context %d: no other context's CancelFunc cancels it", m, i)
 			}
 		}
@@ -130,12 +133,12 @@ func TestContextIsItsOwnCancelFunc(t *testing.T) {
 	assert.Eventually(t, func() bool { return h.PendingTimeouts() == 0 }, 5*time.Second, time.Millisecond,
 		"every CancelFunc released its timeout")
 
-	wheel := testing.AllocsPerRun(100, func() {
+	allocs := testing.AllocsPerRun(100, func() {
 		_, cancel := h.WithTimeout(context.Background(), time.Hour)
 		cancel()
 	})
 	// The context, and the context package's child with its CancelCauseFunc.
-	assert.Equal(t, 3.0, wheel, "allocations of a WithTimeout and its cancel")
+	assert.Equal(t, 3.0, allocs, "allocations of a WithTimeout and its cancel")
 }
 
 // TestContextParentCancelPropagatesAtOnce: cancelling the parent cancels
