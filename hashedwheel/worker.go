@@ -299,10 +299,13 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 }
 
 // A late worker collects at most maxDeferredDue runs over the ticks it
-// catches up, then dispatches them; lists grown past maxKeptDue are
-// dropped once none needed that size for trimAfter.
+// catches up, then dispatches them: as many as the list it keeps holds,
+// which catching up then outgrows by a tick's runs at most. Growing it in
+// a storm is an allocation the collector, marking, makes the worker pay
+// for by assisting it, and the worker falls further behind. Lists grown
+// past maxKeptDue are dropped once none needed that size for trimAfter.
 const (
-	maxDeferredDue = maxTransfersPerTick
+	maxDeferredDue = maxKeptDue
 	maxKeptDue     = 1 << 14
 	trimAfter      = time.Second
 )

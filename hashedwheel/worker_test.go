@@ -3,6 +3,7 @@ package hashedwheel
 import (
 	"fmt"
 	"runtime"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -332,6 +333,24 @@ func TestAStaleWakeDoesNotReplayTheIdleTime(t *testing.T) {
 	advance(fake, 2*testTick)
 	assert.True(t, fired)
 	assert.LessOrEqual(t, h.Stats().Ticks, uint64(2), "the idle hour was replayed")
+}
+
+// TestALateWorkerCatchingUpKeepsToItsList: a worker that wakes fifty ticks
+// late, with a thousand timeouts due in each, dispatches as its list fills
+// instead of growing it to hold them all, and every task runs.
+func TestALateWorkerCatchingUpKeepsToItsList(t *testing.T) {
+	const ticks, perTick = 50, 1000
+	h, fake := newFakeTimer(t)
+	var ran atomic.Int64
+	for k := range ticks {
+		for range perTick {
+			mustSchedule(t, h, TaskFunc(func(Timeout) { ran.Add(1) }), time.Duration(k+1)*testTick)
+		}
+	}
+	fake.Jump((ticks + 1) * testTick)
+	fake.WaitAsleep()
+	assert.Equal(t, int64(ticks*perTick), ran.Load(), "tasks run")
+	assert.Less(t, cap(h.worker.due), 2*maxKeptDue, "the list of runs the worker collected while catching up")
 }
 
 // TestAStormLeavesNothingBehind: a million timeouts expiring together

@@ -14,6 +14,7 @@ package dispatch
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -71,8 +72,12 @@ func SizeOf(e Executor) int {
 }
 
 const (
-	// maxKeptTasks bounds the slice kept for reuse.
+	// maxKeptTasks bounds each slice kept for reuse, maxSpares their
+	// number: a storm's segments take the slices of those finished
+	// instead of allocating, an allocation the collector, marking, makes
+	// the dispatching goroutine pay for by assisting it.
 	maxKeptTasks = 1 << 14
+	maxSpares    = 8
 	// yieldEvery is how long a drain function runs tasks before it yields:
 	// a processor runs its due runtime timers, the worker's tick among
 	// them, only when it schedules (golang/go#38860).
@@ -112,7 +117,7 @@ type Dispatcher[T any] struct {
 	burstBase      int64       // tasks started when the queue last became non-empty
 	startedAtCheck int64       // tasks started at the last check
 	free           *handOff[T] // hand-offs not in use, linked
-	spare          []Due[T]    // an emptied task slice, for the next segment
+	spares         [][]Due[T]  // emptied task slices, for the next segments
 	closed         bool
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
@@ -201,8 +206,11 @@ func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	}
 	s := &segment[T]{at: int64(time.Since(origin)), now: now}
 	d.mu.Lock()
-	if cap(d.spare) >= n { // the slice a segment emptied
-		s.tasks, d.spare = d.spare, nil
+	for i, spare := range d.spares { // a slice a segment emptied, large enough
+		if cap(spare) >= n {
+			s.tasks, d.spares = spare, slices.Delete(d.spares, i, i+1)
+			break
+		}
 	}
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
@@ -451,8 +459,8 @@ func (r *drainer[T]) finishSegment() {
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
 		d.mu.Lock()
-		if cap(s.tasks) <= maxKeptTasks && cap(s.tasks) > cap(d.spare) {
-			d.spare = s.tasks[:0]
+		if cap(s.tasks) <= maxKeptTasks && len(d.spares) < maxSpares {
+			d.spares = append(d.spares, s.tasks[:0])
 		}
 		d.mu.Unlock()
 	}

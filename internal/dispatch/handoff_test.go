@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -69,6 +70,37 @@ func TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn(t *testing.
 	}
 	closeAndWaitIdle(t, d)
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, order)
+}
+
+// TestFinishedSegmentsLendTheirSlicesToLaterDispatches: four dispatches
+// queued behind each other, as a storm's are, then run; four more take the
+// four finished slices and allocate none of their own.
+func TestFinishedSegmentsLendTheirSlicesToLaterDispatches(t *testing.T) {
+	const lists, n = 4, 1000
+	exec := &queueExecutor{}
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1, Run: func(int) {}})
+	var tasks [lists][]dispatch.Due[int]
+	for i := range tasks {
+		tasks[i] = sequence(n)
+	}
+	round := func() {
+		for i := range tasks {
+			d.Dispatch(tasks[i])
+		}
+		for len(exec.queued) > 0 {
+			f := exec.queued[0]
+			exec.queued = exec.queued[1:]
+			f()
+		}
+	}
+	round() // the first dispatches allocate their slices
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	round()
+	runtime.ReadMemStats(&after)
+	slice := uint64(n * unsafe.Sizeof(dispatch.Due[int]{}))
+	assert.Less(t, after.TotalAlloc-before.TotalAlloc, slice, "bytes allocated by four dispatches of %d tasks after four finished", n)
+	closeAndWaitIdle(t, d)
 }
 
 // TestDrainFunctionsNeverExceedTheBoundAcrossDispatches: many dispatches
