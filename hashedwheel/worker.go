@@ -298,14 +298,15 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 	return claimed, wh.tick < tick && wh.earliest < tick
 }
 
-// A late worker collects at most maxDeferredDue runs over the ticks it
-// catches up, then dispatches them: as many as the list it keeps holds,
-// which catching up then outgrows by a tick's runs at most. Growing it in
-// a storm is an allocation the collector, marking, makes the worker pay
-// for by assisting it, and the worker falls further behind. Lists grown
-// past maxKeptDue are dropped once none needed that size for trimAfter.
+// A late worker collects at least maxDeferredDue runs over the ticks it
+// catches up, then dispatches them: half of what the list it keeps holds,
+// so that a tick's runs more seldom outgrow it, nor the slices the
+// dispatcher keeps. Growing a list in a storm is an allocation the
+// collector, marking, makes the worker pay for by assisting it, and the
+// worker falls further behind. Lists grown past maxKeptDue are dropped
+// once none needed that size for trimAfter.
 const (
-	maxDeferredDue = maxKeptDue
+	maxDeferredDue = maxKeptDue / 2
 	maxKeptDue     = 1 << 14
 	trimAfter      = time.Second
 )

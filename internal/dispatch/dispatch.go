@@ -206,11 +206,9 @@ func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	}
 	s := &segment[T]{at: int64(time.Since(origin)), now: now}
 	d.mu.Lock()
-	for i, spare := range d.spares { // a slice a segment emptied, large enough
-		if cap(spare) >= n {
-			s.tasks, d.spares = spare, slices.Delete(d.spares, i, i+1)
-			break
-		}
+	if i := d.spareFor(n); i >= 0 { // the smallest slice a segment emptied that holds them
+		s.tasks = d.spares[i]
+		d.spares = slices.Delete(d.spares, i, i+1)
 	}
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
@@ -459,12 +457,44 @@ func (r *drainer[T]) finishSegment() {
 	// every task has been handed out, so no drain function reads it again.
 	if s.finished.Add(ran) == int64(len(s.tasks)) {
 		d.mu.Lock()
-		if cap(s.tasks) <= maxKeptTasks && len(d.spares) < maxSpares {
-			d.spares = append(d.spares, s.tasks[:0])
-		}
+		d.keepSpare(s.tasks[:0])
 		d.mu.Unlock()
 	}
 	d.finish(ran)
+}
+
+// spareFor returns the index of the smallest spare that holds n tasks, or
+// -1. d.mu must be held.
+func (d *Dispatcher[T]) spareFor(n int) int {
+	best := -1
+	for i, spare := range d.spares {
+		if cap(spare) >= n && (best < 0 || cap(spare) < cap(d.spares[best])) {
+			best = i
+		}
+	}
+	return best
+}
+
+// keepSpare keeps an emptied slice of at most maxKeptTasks, in place of
+// the smallest spare once maxSpares are kept, so that small dispatches do
+// not crowd out a storm's. d.mu must be held.
+func (d *Dispatcher[T]) keepSpare(tasks []Due[T]) {
+	if cap(tasks) > maxKeptTasks {
+		return
+	}
+	if len(d.spares) < maxSpares {
+		d.spares = append(d.spares, tasks)
+		return
+	}
+	smallest := 0
+	for i, spare := range d.spares {
+		if cap(spare) < cap(d.spares[smallest]) {
+			smallest = i
+		}
+	}
+	if cap(tasks) > cap(d.spares[smallest]) {
+		d.spares[smallest] = tasks
+	}
 }
 
 // watch arms the check unless it is armed, no task waits or the bound is

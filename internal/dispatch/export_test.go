@@ -13,3 +13,6 @@ func (d *Dispatcher[T]) Outstanding() int {
 
 // Inline reports whether tasks run on the dispatching goroutine.
 func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
+
+// MaxSpares is the number of emptied task slices a dispatcher keeps.
+const MaxSpares = maxSpares

@@ -72,13 +72,25 @@ func TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn(t *testing.
 	assert.Equal(t, []int{1, 2, 3, 4, 5, 6, 7, 8, 9}, order)
 }
 
-// TestFinishedSegmentsLendTheirSlicesToLaterDispatches: four dispatches
-// queued behind each other, as a storm's are, then run; four more take the
-// four finished slices and allocate none of their own.
+// TestFinishedSegmentsLendTheirSlicesToLaterDispatches: after as many small
+// dispatches as the dispatcher keeps slices of, four large ones queued
+// behind each other, as a storm's are, then run; four more take the four
+// finished slices and allocate none of their own.
 func TestFinishedSegmentsLendTheirSlicesToLaterDispatches(t *testing.T) {
 	const lists, n = 4, 1000
 	exec := &queueExecutor{}
 	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1, Run: func(int) {}})
+	runQueued := func() {
+		for len(exec.queued) > 0 {
+			f := exec.queued[0]
+			exec.queued = exec.queued[1:]
+			f()
+		}
+	}
+	for range dispatch.MaxSpares {
+		d.Dispatch(sequence(3))
+	}
+	runQueued() // small slices kept: the large ones must take their place
 	var tasks [lists][]dispatch.Due[int]
 	for i := range tasks {
 		tasks[i] = sequence(n)
@@ -87,13 +99,9 @@ func TestFinishedSegmentsLendTheirSlicesToLaterDispatches(t *testing.T) {
 		for i := range tasks {
 			d.Dispatch(tasks[i])
 		}
-		for len(exec.queued) > 0 {
-			f := exec.queued[0]
-			exec.queued = exec.queued[1:]
-			f()
-		}
+		runQueued()
 	}
-	round() // the first dispatches allocate their slices
+	round() // the first large dispatches allocate their slices
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	round()
