@@ -206,9 +206,15 @@ func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	}
 	s := &segment[T]{at: int64(time.Since(origin)), now: now}
 	d.mu.Lock()
-	if i := d.spareFor(n); i >= 0 { // the smallest slice a segment emptied that holds them
-		s.tasks = d.spares[i]
-		d.spares = slices.Delete(d.spares, i, i+1)
+	best := -1 // the smallest slice a segment emptied that holds the runs
+	for i, spare := range d.spares {
+		if cap(spare) >= n && (best < 0 || cap(spare) < cap(d.spares[best])) {
+			best = i
+		}
+	}
+	if best >= 0 {
+		s.tasks = d.spares[best]
+		d.spares = slices.Delete(d.spares, best, best+1)
 	}
 	d.mu.Unlock()
 	s.tasks = append(s.tasks, tasks...)
@@ -461,18 +467,6 @@ func (r *drainer[T]) finishSegment() {
 		d.mu.Unlock()
 	}
 	d.finish(ran)
-}
-
-// spareFor returns the index of the smallest spare that holds n tasks, or
-// -1. d.mu must be held.
-func (d *Dispatcher[T]) spareFor(n int) int {
-	best := -1
-	for i, spare := range d.spares {
-		if cap(spare) >= n && (best < 0 || cap(spare) < cap(d.spares[best])) {
-			best = i
-		}
-	}
-	return best
 }
 
 // keepSpare keeps an emptied slice of at most maxKeptTasks, in place of
