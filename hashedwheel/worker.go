@@ -113,7 +113,7 @@ func (w *worker) loop() {
 			w.runCancelledHooks()
 		}
 		if now-w.grewAt >= int64(trimAfter) {
-			w.trim()
+			w.trim(now)
 		}
 		if woken || cancelled || transferred || expired {
 			w.lastActive = now / w.wheel.tickDuration // linger: more may come
@@ -146,7 +146,7 @@ func (w *worker) waitForNextTick() (now int64, woken bool) {
 			w.plannedWake = tickEnd
 		} else {
 			w.plannedWake = wh.endOf(max(wh.tick, wh.earliest))
-			w.trim()
+			w.trim(now)
 			h.idle.Store(true)
 			// A producer that pushed before the flag was visible wakes
 			// nobody.
@@ -361,14 +361,15 @@ func (w *worker) runCancelledHooks() {
 	returned = true
 }
 
-// trim drops the lists the worker grew for a storm.
-func (w *worker) trim() {
+// trim drops the lists the worker and the dispatcher grew for a storm.
+func (w *worker) trim(now int64) {
 	if cap(w.due) > maxKeptDue && len(w.due) == 0 {
 		w.due = nil
 	}
 	if cap(w.hooked) > maxKeptDue && len(w.hooked) == 0 {
 		w.hooked = nil
 	}
+	w.dispatcher.TrimSpares(now)
 }
 
 // checkWheel panics, naming step, if wheel.verifyStep finds the wheel

@@ -12,6 +12,7 @@
 package dispatch
 
 import (
+	"cmp"
 	"fmt"
 	"runtime"
 	"slices"
@@ -78,6 +79,7 @@ const (
 	// the dispatching goroutine pay for by assisting it.
 	maxKeptTasks = 1 << 14
 	maxSpares    = 8
+	spareLinger  = time.Second
 	// yieldEvery is how long a drain function runs tasks before it yields:
 	// a processor runs its due runtime timers, the worker's tick among
 	// them, only when it schedules (golang/go#38860).
@@ -118,6 +120,7 @@ type Dispatcher[T any] struct {
 	startedAtCheck int64       // tasks started at the last check
 	free           *handOff[T] // hand-offs not in use, linked
 	spares         [][]Due[T]  // emptied task slices, for the next segments
+	queuedBehindAt int64       // Config.Now when a segment last queued behind another
 	closed         bool
 	idle           chan struct{} // closed once closed, no task in flight and no drain function out
 
@@ -223,7 +226,7 @@ func (d *Dispatcher[T]) Dispatch(tasks []Due[T]) {
 	if d.head == nil {
 		d.head, d.burstBase = s, d.dispatched
 	} else {
-		d.tail.link = s
+		d.tail.link, d.queuedBehindAt = s, now
 	}
 	d.tail = s
 	d.dispatched += int64(n)
@@ -489,6 +492,21 @@ func (d *Dispatcher[T]) keepSpare(tasks []Due[T]) {
 	if cap(tasks) > cap(d.spares[smallest]) {
 		d.spares[smallest] = tasks
 	}
+}
+
+// TrimSpares drops the emptied slices kept but the largest once no segment
+// has queued behind another for spareLinger before now, on Config.Now's
+// clock: a storm keeps them while it lasts and leaves at most one slice of
+// maxKeptTasks behind.
+func (d *Dispatcher[T]) TrimSpares(now int64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.spares) < 2 || now-d.queuedBehindAt < int64(spareLinger) {
+		return
+	}
+	largest := slices.MaxFunc(d.spares, func(a, b []Due[T]) int { return cmp.Compare(cap(a), cap(b)) })
+	clear(d.spares)
+	d.spares = append(d.spares[:0], largest)
 }
 
 // watch arms the check unless it is armed, no task waits or the bound is

@@ -16,3 +16,10 @@ func (d *Dispatcher[T]) Inline() bool { return d.cfg.Executor == nil }
 
 // MaxSpares is the number of emptied task slices a dispatcher keeps.
 const MaxSpares = maxSpares
+
+// Spares returns the number of emptied task slices the dispatcher keeps.
+func (d *Dispatcher[T]) Spares() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.spares)
+}

@@ -75,11 +75,14 @@ func TestTasksStartInDispatchOrderWhateverOrderDrainFunctionsStartIn(t *testing.
 // TestFinishedSegmentsLendTheirSlicesToLaterDispatches: after as many small
 // dispatches as the dispatcher keeps slices of, four large ones queued
 // behind each other, as a storm's are, then run; four more take the four
-// finished slices and allocate none of their own.
+// finished slices and allocate none of their own. A second after the last
+// segment queued behind another, TrimSpares keeps one.
 func TestFinishedSegmentsLendTheirSlicesToLaterDispatches(t *testing.T) {
 	const lists, n = 4, 1000
 	exec := &queueExecutor{}
-	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1, Run: func(int) {}})
+	var now int64 // the clock of Config.Now
+	d := dispatch.New(dispatch.Config[int]{Executor: exec, Parallelism: 1, Run: func(int) {},
+		Now: func() int64 { return now }})
 	runQueued := func() {
 		for len(exec.queued) > 0 {
 			f := exec.queued[0]
@@ -108,6 +111,12 @@ func TestFinishedSegmentsLendTheirSlicesToLaterDispatches(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	slice := uint64(n * unsafe.Sizeof(dispatch.Due[int]{}))
 	assert.Less(t, after.TotalAlloc-before.TotalAlloc, slice, "bytes allocated by four dispatches of %d tasks after four finished", n)
+
+	kept := d.Spares()
+	d.TrimSpares(now + int64(time.Second) - 1)
+	assert.Equal(t, kept, d.Spares(), "slices kept within a second of a segment queued behind another")
+	d.TrimSpares(now + int64(time.Second))
+	assert.Equal(t, 1, d.Spares(), "slices kept a second after")
 	closeAndWaitIdle(t, d)
 }
 
