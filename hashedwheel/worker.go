@@ -298,13 +298,13 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 	return claimed, wh.tick < tick && wh.earliest < tick
 }
 
-// A late worker collects at least maxDeferredDue runs over the ticks it
-// catches up, then dispatches them: half of what the list it keeps holds,
-// so that a tick's runs more seldom outgrow it, nor the slices the
-// dispatcher keeps. Growing a list in a storm is an allocation the
-// collector, marking, makes the worker pay for by assisting it, and the
-// worker falls further behind. Lists grown past maxKeptDue are dropped
-// once none needed that size for trimAfter.
+// A late worker dispatches the runs it collects over the ticks it catches
+// up once it has caught up or holds maxDeferredDue: half of what the list
+// it keeps holds, so that a tick's runs seldom outgrow that list or the
+// slices the dispatcher keeps. Growing a list in a storm is an allocation
+// the collector, marking, makes the worker pay for by assisting it, and
+// the worker falls further behind. Lists grown past maxKeptDue are
+// dropped once none needed that size for trimAfter.
 const (
 	maxDeferredDue = maxKeptDue / 2
 	maxKeptDue     = 1 << 14
