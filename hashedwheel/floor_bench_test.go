@@ -26,6 +26,9 @@ import (
 // soon after it is made; "held" into a ring of heldSlots, so each stays
 // reachable about as long as the wheel holds a timeout cancelled before the
 // worker took it, which the garbage collector must mark meanwhile.
+//
+// floorStack is the floor of a NewTimeout that stays pending, for
+// BenchmarkScheduleMillion's "-floor" cases.
 
 // heldSlots is about how many cancelled timeouts the wheel holds, on
 // average, between two of its default 100ms ticks at this machine's rate of
@@ -57,6 +60,30 @@ func (q *floorQueue) newTimeoutCancel(origin time.Time, h *HashedWheelTimer) {
 	t.word.Store(withDeadline(stateQueued, now, benchDelay))
 	q.push(t)
 	t.Cancel()
+}
+
+// floorStack stands in for an intake stack that one producer has to
+// itself: a timeout links the one below and is pushed with one
+// compare-and-swap, as NewTimeout's push is when uncontended.
+type floorStack struct {
+	_   cpu.CacheLinePad
+	top atomic.Pointer[timeout]
+	_   cpu.CacheLinePad
+}
+
+// newTimeout is the floor of NewTimeout: a clock read, a 64-byte timeout
+// and its push onto s.
+func (s *floorStack) newTimeout(origin time.Time, h *HashedWheelTimer, task TimerTask) *timeout {
+	now := int64(time.Since(origin))
+	t := &timeout{timer: h, task: task}
+	t.word.Store(withDeadline(stateQueued, now, time.Hour))
+	for {
+		top := s.top.Load()
+		t.prev = top
+		if s.top.CompareAndSwap(top, t) {
+			return t
+		}
+	}
 }
 
 var floors = []struct {
