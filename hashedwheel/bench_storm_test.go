@@ -160,18 +160,16 @@ func BenchmarkScheduleMillion(b *testing.B) {
 		b.Run(c.name+"-floor", func(b *testing.B) {
 			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer, task TimerTask) func(int) Timeout {
 				stacks, origin := make([]floorStack, c.producers), time.Now()
-				return func(i int) Timeout {
-					return stacks[i*c.producers/stormSize].newTimeout(origin, h, task)
-				}
+				return func(p int) Timeout { return stacks[p].newTimeout(origin, h, task) }
 			})
 		})
 	}
 }
 
 // benchmarkScheduleMillion is BenchmarkScheduleMillion with producers
-// goroutines; newTimeout(h, task) returns what schedules the i-th timeout
-// on h.
-func benchmarkScheduleMillion(b *testing.B, producers int, newTimeout func(h *HashedWheelTimer, task TimerTask) func(i int) Timeout) {
+// goroutines; newTimeout(h, task) returns what schedules a timeout of task
+// on h for the producer numbered p.
+func benchmarkScheduleMillion(b *testing.B, producers int, newTimeout func(h *HashedWheelTimer, task TimerTask) func(p int) Timeout) {
 	const n = stormSize
 	timeouts, timers := make([]Timeout, n), make([]*time.Timer, n)
 	task, f := TaskFunc(func(Timeout) {}), func() {}
@@ -179,15 +177,15 @@ func benchmarkScheduleMillion(b *testing.B, producers int, newTimeout func(h *Ha
 	for range b.N {
 		h := startTimer(b)
 		schedule := newTimeout(h, task)
-		took := scheduleMillion(producers, n, func(i int) {
-			timeouts[i] = schedule(i)
+		took := scheduleMillion(producers, n, func(p, i int) {
+			timeouts[i] = schedule(p)
 		})
 		if slices.Contains(timeouts, nil) {
 			b.Fatal("the timer refused a timeout")
 		}
 		h.Stop()
 		clear(timeouts)
-		rt := scheduleMillion(producers, n, func(i int) {
+		rt := scheduleMillion(producers, n, func(_, i int) {
 			timers[i] = time.AfterFunc(time.Hour, f)
 		})
 		for _, t := range timers {
@@ -224,14 +222,15 @@ func settleStoppedTimers() {
 	wait()
 }
 
-// scheduleMillion collects garbage, then calls schedule(i) for every i
-// below n, split among producers goroutines started together, and returns
-// the time from their start to the last one's end.
-func scheduleMillion(producers, n int, schedule func(i int)) time.Duration {
+// scheduleMillion collects garbage, then calls schedule(p, i) for every i
+// below n, split among producers goroutines started together, p the
+// calling one's number, and returns the time from their start to the last
+// one's end.
+func scheduleMillion(producers, n int, schedule func(p, i int)) time.Duration {
 	runtime.GC()
 	start, wait := concurrently(producers, func(p int) {
 		for i := p * n / producers; i < (p+1)*n/producers; i++ {
-			schedule(i)
+			schedule(p, i)
 		}
 	})
 	began := time.Now()

@@ -53,11 +53,18 @@ func (q *floorQueue) push(t *timeout) {
 	q.slots[i&uint64(len(q.slots)-1)].Store(t)
 }
 
+// floorTimeout reads the clock and makes a timeout of task due after
+// delay, as NewTimeout does.
+func floorTimeout(origin time.Time, h *HashedWheelTimer, task TimerTask, delay time.Duration) *timeout {
+	now := int64(time.Since(origin))
+	t := &timeout{timer: h, task: task}
+	t.word.Store(withDeadline(stateQueued, now, delay))
+	return t
+}
+
 // newTimeoutCancel does the four steps once, on q.
 func (q *floorQueue) newTimeoutCancel(origin time.Time, h *HashedWheelTimer) {
-	now := int64(time.Since(origin))
-	t := &timeout{timer: h, task: noopTask}
-	t.word.Store(withDeadline(stateQueued, now, benchDelay))
+	t := floorTimeout(origin, h, noopTask, benchDelay)
 	q.push(t)
 	t.Cancel()
 }
@@ -74,9 +81,7 @@ type floorStack struct {
 // newTimeout is the floor of NewTimeout: a clock read, a 64-byte timeout
 // and its push onto s.
 func (s *floorStack) newTimeout(origin time.Time, h *HashedWheelTimer, task TimerTask) *timeout {
-	now := int64(time.Since(origin))
-	t := &timeout{timer: h, task: task}
-	t.word.Store(withDeadline(stateQueued, now, time.Hour))
+	t := floorTimeout(origin, h, task, time.Hour)
 	for {
 		top := s.top.Load()
 		t.prev = top
