@@ -303,11 +303,12 @@ func (w *worker) expireTimeouts(now int64) (claimed, behind bool) {
 // it keeps holds, so that a tick's runs seldom outgrow that list or the
 // slices the dispatcher keeps. Growing a list in a storm is an allocation
 // the collector, marking, makes the worker pay for by assisting it, and
-// the worker falls further behind. Lists grown past maxKeptDue are
-// dropped once none needed that size for trimAfter.
+// the worker falls further behind. Lists grown past maxKeptDue, the
+// dispatcher's bound too, are dropped once none needed that size for
+// trimAfter.
 const (
 	maxDeferredDue = maxKeptDue / 2
-	maxKeptDue     = 1 << 14
+	maxKeptDue     = dispatch.MaxKeptTasks
 	trimAfter      = time.Second
 )
 

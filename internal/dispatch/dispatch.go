@@ -73,11 +73,11 @@ func SizeOf(e Executor) int {
 }
 
 const (
-	// maxKeptTasks bounds each slice kept for reuse, maxSpares their
+	// MaxKeptTasks bounds each slice kept for reuse, maxSpares their
 	// number: a storm's segments take the slices of those finished
 	// instead of allocating, an allocation the collector, marking, makes
 	// the dispatching goroutine pay for by assisting it.
-	maxKeptTasks = 1 << 14
+	MaxKeptTasks = 1 << 14
 	maxSpares    = 8
 	spareLinger  = time.Second
 	// yieldEvery is how long a drain function runs tasks before it yields:
@@ -472,11 +472,11 @@ func (r *drainer[T]) finishSegment() {
 	d.finish(ran)
 }
 
-// keepSpare keeps an emptied slice of at most maxKeptTasks, in place of
+// keepSpare keeps an emptied slice of at most MaxKeptTasks, in place of
 // the smallest spare once maxSpares are kept, so that small dispatches do
 // not crowd out a storm's. d.mu must be held.
 func (d *Dispatcher[T]) keepSpare(tasks []Due[T]) {
-	if cap(tasks) > maxKeptTasks {
+	if cap(tasks) > MaxKeptTasks {
 		return
 	}
 	if len(d.spares) < maxSpares {
@@ -497,7 +497,7 @@ func (d *Dispatcher[T]) keepSpare(tasks []Due[T]) {
 // TrimSpares drops the emptied slices kept but the largest once no segment
 // has queued behind another for spareLinger before now, on Config.Now's
 // clock: a storm keeps them while it lasts and leaves at most one slice of
-// maxKeptTasks behind.
+// MaxKeptTasks behind.
 func (d *Dispatcher[T]) TrimSpares(now int64) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
