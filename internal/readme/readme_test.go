@@ -1,4 +1,4 @@
-// Package readme holds the test that keeps the README's snippets honest.
+// Package readme holds the test that keeps the snippets of the README and docs/testing.md honest.
 package readme
 
 import (
@@ -18,14 +18,21 @@ import (
 // root is the repository, from this package's directory.
 const root = "../.."
 
-// TestEverySnippetIsInATestFile: each Go snippet of the README appears,
+// guides are the user's guides whose Go snippets come from tests.
+var guides = []string{"README.md", "docs/testing.md"}
+
+// TestEverySnippetIsInATestFile: each Go snippet of the guides appears,
 // line for line (indentation aside), in a _test.go file of the repository,
 // so that it compiles as written; the tests there run it.
 func TestEverySnippetIsInATestFile(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	require.NoError(t, err)
-	snippets := goSnippets(readme)
-	require.NotEmpty(t, snippets)
+	var snippets [][]string
+	for _, guide := range guides {
+		md, err := os.ReadFile(filepath.Join(root, guide))
+		require.NoError(t, err)
+		found := goSnippets(md)
+		require.NotEmpty(t, found, guide)
+		snippets = append(snippets, found...)
+	}
 	var tests [][]string
 	require.NoError(t, filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -44,7 +51,7 @@ func TestEverySnippetIsInATestFile(t *testing.T) {
 		return nil
 	}))
 	for _, snippet := range snippets {
-		assert.True(t, inAny(snippet, tests), "this README snippet is in no test file:\n%s", strings.Join(snippet, "\n"))
+		assert.True(t, inAny(snippet, tests), "this snippet of a guide is in no test file:\n%s", strings.Join(snippet, "\n"))
 	}
 }
 
