@@ -97,12 +97,6 @@ func BenchmarkFirstStormLargeHeap(b *testing.B) {
 	b.ReportMetric(medianMs(p99), "p99-late-ms")
 }
 
-// medianMs returns the median of ds, which it sorts, in milliseconds.
-func medianMs(ds []time.Duration) float64 {
-	slices.Sort(ds)
-	return float64(ds[len(ds)/2].Microseconds()) / 1000
-}
-
 // largeHeap builds a pointerful live heap of about 128 MB and collects the
 // rest.
 func largeHeap() *heapNode {
@@ -193,12 +187,8 @@ func benchmarkScheduleMillion(b *testing.B, producers int, newTimeout func(h *Ha
 		}
 		clear(timers)
 		settleStoppedTimers()
-		wheel = append(wheel, float64(took.Microseconds())/1000)
+		wheel = append(wheel, millis(took))
 		ratio = append(ratio, float64(took)/float64(rt))
-	}
-	median := func(xs []float64) float64 {
-		slices.Sort(xs)
-		return xs[len(xs)/2]
 	}
 	b.ReportMetric(median(wheel), "ms/million")
 	b.ReportMetric(median(ratio), "x-AfterFunc")

@@ -1,6 +1,7 @@
 package hashedwheel
 
 import (
+	"cmp"
 	"context"
 	"runtime"
 	"runtime/debug"
@@ -202,21 +203,28 @@ func (r *stormResults) add(b *testing.B, scheduling time.Duration, s *storm) {
 // "p99-worst-late-ms"), and the number of storms: a figure is quoted as
 // the median over at least 5 of them, with the worst beside it.
 func (r *stormResults) report(b *testing.B) {
-	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-	median := func(ds []time.Duration) float64 {
-		slices.Sort(ds)
-		return ms(ds[len(ds)/2])
-	}
-	b.ReportMetric(median(r.schedule), "ms-to-schedule")
+	b.ReportMetric(medianMs(r.schedule), "ms-to-schedule")
 	for _, q := range []struct {
 		name string
 		ds   []time.Duration
 	}{{"p50", r.p50}, {"p99", r.p99}, {"max", r.max}} {
-		b.ReportMetric(median(q.ds), q.name+"-late-ms")
-		b.ReportMetric(ms(slices.Max(q.ds)), q.name+"-worst-late-ms")
+		b.ReportMetric(medianMs(q.ds), q.name+"-late-ms")
+		b.ReportMetric(millis(slices.Max(q.ds)), q.name+"-worst-late-ms")
 	}
 	b.ReportMetric(float64(len(r.p50)), "storms")
 }
+
+// median returns the median of xs, which it sorts.
+func median[T cmp.Ordered](xs []T) T {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
+}
+
+// medianMs returns the median of ds, which it sorts, in milliseconds.
+func medianMs(ds []time.Duration) float64 { return millis(median(ds)) }
+
+// millis returns d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 const (
 	stormSize  = 1_000_000
@@ -337,7 +345,7 @@ loop:
 	}
 	ticking := cpuTime() - before
 	ticker.Stop()
-	return float64(idle.Microseconds()) / 1000, float64(ticks) / window.Seconds(), float64(ticking.Microseconds()) / 1000
+	return millis(idle), float64(ticks) / window.Seconds(), millis(ticking)
 }
 
 // cpuTime returns the CPU time of the process, user and system.
