@@ -75,7 +75,8 @@ bench: bench-core
 ## The raw output goes to $(BENCH_OUT), then benchstat summarises it: each
 ## figure's median over the runs with its confidence interval (six runs of
 ## the per-operation benchmarks; each storm figure is already the median,
-## and the worst, of five storms). The shard figures run at GOMAXPROCS=16:
+## and the worst, of five storms, and each million scheduled the median of
+## five). The shard figures run at GOMAXPROCS=16:
 ## they are a property of the shard choice, whatever the cores.
 bench-core:
 	@rm -f $(BENCH_OUT)

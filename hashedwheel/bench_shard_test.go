@@ -10,7 +10,7 @@ import (
 )
 
 // shardChoice is a way of choosing the intake shard a new timeout is
-// pushed onto: the timer's own (pushTimeout: by page until producers meet
+// pushed onto: the timer's own (pushTimeouts: by page until producers meet
 // on a stack, then by processor), by processor from the start (the
 // timer's, spread at once), or by the 8 KiB page that holds the timeout for good,
 // as the timer chose before, kept here to compare. push pushes t and
@@ -23,21 +23,21 @@ type shardChoice struct {
 
 var (
 	byTimer = shardChoice{"timer", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
-		_, index, retries, _ := h.pushTimeout(t)
+		_, index, retries, _ := h.pushTimeouts(t, t, 1)
 		return index, retries
 	}}
 	byProcessor = shardChoice{"per-P", func(h *HashedWheelTimer, t *timeout) (uint32, int) {
 		if !h.spread.Load() {
 			h.spread.Store(true)
 		}
-		_, index, retries, _ := h.pushTimeout(t)
+		_, index, retries, _ := h.pushTimeouts(t, t, 1)
 		return index, retries
 	}}
 	byPage = shardChoice{"page", pushByPage}
 )
 
 // pushByPage pushes t onto the shard of the page that holds it, retrying
-// there until its compare-and-swap succeeds, as pushTimeout does before
+// there until its compare-and-swap succeeds, as pushTimeouts does before
 // producers meet: a cancelled top without a hook is unlinked.
 func pushByPage(h *HashedWheelTimer, t *timeout) (index uint32, retries int) {
 	index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask

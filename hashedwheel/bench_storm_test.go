@@ -134,53 +134,81 @@ func largeHeapStorm(b *testing.B) (late []time.Duration, took time.Duration) {
 // way in the same iteration; all share one task, so that neither pays a
 // closure. It reports the wheel's median time for the million
 // ("ms/million") and its median ratio to the runtime's ("x-AfterFunc").
-// Every timer is stopped before the next iteration. The "-floor" cases
-// measure in the wheel's place the floor of one NewTimeout, with no timer
-// (floor_bench_test.go): what any design that reads the clock and
-// allocates a timeout per call pays.
+// Every timer is stopped before the next iteration. The "-batch" cases
+// make one NewTimeouts call per goroutine, with its tasks made before, as
+// a fan-out has them. The "-floor" cases measure in the wheel's place the
+// floor of one NewTimeout, with no timer (floor_bench_test.go): what any
+// design that reads the clock and allocates a timeout per call pays.
 func BenchmarkScheduleMillion(b *testing.B) {
 	for _, c := range []struct {
 		name      string
 		producers int
 	}{{"serial", 1}, {"parallel", runtime.GOMAXPROCS(0)}} {
 		b.Run(c.name, func(b *testing.B) {
-			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer, task TimerTask) func(int) Timeout {
-				return func(int) Timeout {
-					t, _ := h.NewTimeout(task, time.Hour)
-					return t
-				}
+			timeouts := make([]Timeout, stormSize)
+			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer) (func(p, i, j int) int, func()) {
+				return func(_, i, j int) (scheduled int) {
+					for ; i < j; i++ {
+						t, err := h.NewTimeout(noopTask, time.Hour)
+						if err == nil {
+							timeouts[i] = t
+							scheduled++
+						}
+					}
+					return scheduled
+				}, func() { clear(timeouts) }
+			})
+		})
+		b.Run(c.name+"-batch", func(b *testing.B) {
+			tasks := slices.Repeat([]TimerTask{noopTask}, stormSize/c.producers+1)
+			batches := make([][]Timeout, c.producers)
+			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer) (func(p, i, j int) int, func()) {
+				return func(p, i, j int) int {
+					batches[p], _ = h.NewTimeouts(time.Hour, tasks[:j-i]...)
+					return len(batches[p])
+				}, func() { clear(batches) }
 			})
 		})
 		b.Run(c.name+"-floor", func(b *testing.B) {
-			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer, task TimerTask) func(int) Timeout {
+			timeouts := make([]*timeout, stormSize)
+			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer) (func(p, i, j int) int, func()) {
 				stacks, origin := make([]floorStack, c.producers), time.Now()
-				return func(p int) Timeout { return stacks[p].newTimeout(origin, h, task) }
+				return func(p, i, j int) int {
+					for k := i; k < j; k++ {
+						timeouts[k] = stacks[p].newTimeout(origin, h, noopTask)
+					}
+					return j - i
+				}, func() { clear(timeouts) }
 			})
 		})
 	}
 }
 
 // benchmarkScheduleMillion is BenchmarkScheduleMillion with producers
-// goroutines; newTimeout(h, task) returns what schedules a timeout of task
-// on h for the producer numbered p.
-func benchmarkScheduleMillion(b *testing.B, producers int, newTimeout func(h *HashedWheelTimer, task TimerTask) func(p int) Timeout) {
+// goroutines. For a timer h, schedule(h) returns what schedules on h, for
+// the producer numbered p, the timeouts numbered i up to j and keeps them,
+// returning how many it scheduled, and what drops those kept.
+func benchmarkScheduleMillion(b *testing.B, producers int, schedule func(h *HashedWheelTimer) (func(p, i, j int) int, func())) {
 	const n = stormSize
-	timeouts, timers := make([]Timeout, n), make([]*time.Timer, n)
-	task, f := TaskFunc(func(Timeout) {}), func() {}
+	timers := make([]*time.Timer, n)
+	f := func() {}
 	var wheel, ratio []float64
 	for range b.N {
 		h := startTimer(b)
-		schedule := newTimeout(h, task)
-		took := scheduleMillion(producers, n, func(p, i int) {
-			timeouts[i] = schedule(p)
+		var scheduled atomic.Int64
+		wheelSchedule, drop := schedule(h)
+		took := scheduleMillion(producers, n, func(p, i, j int) {
+			scheduled.Add(int64(wheelSchedule(p, i, j)))
 		})
-		if slices.Contains(timeouts, nil) {
+		if scheduled.Load() != n {
 			b.Fatal("the timer refused a timeout")
 		}
 		h.Stop()
-		clear(timeouts)
-		rt := scheduleMillion(producers, n, func(_, i int) {
-			timers[i] = time.AfterFunc(time.Hour, f)
+		drop()
+		rt := scheduleMillion(producers, n, func(_, i, j int) {
+			for ; i < j; i++ {
+				timers[i] = time.AfterFunc(time.Hour, f)
+			}
 		})
 		for _, t := range timers {
 			t.Stop()
@@ -212,16 +240,14 @@ func settleStoppedTimers() {
 	wait()
 }
 
-// scheduleMillion collects garbage, then calls schedule(p, i) for every i
-// below n, split among producers goroutines started together, p the
-// calling one's number, and returns the time from their start to the last
-// one's end.
-func scheduleMillion(producers, n int, schedule func(p, i int)) time.Duration {
+// scheduleMillion collects garbage, then has producers goroutines,
+// started together, share the numbers below n: each calls schedule(p, i,
+// j) once, p its own number, for its numbers i up to j. It returns the
+// time from their start to the last one's end.
+func scheduleMillion(producers, n int, schedule func(p, i, j int)) time.Duration {
 	runtime.GC()
 	start, wait := concurrently(producers, func(p int) {
-		for i := p * n / producers; i < (p+1)*n/producers; i++ {
-			schedule(p, i)
-		}
+		schedule(p, p*n/producers, (p+1)*n/producers)
 	})
 	began := time.Now()
 	start()

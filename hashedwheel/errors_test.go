@@ -72,6 +72,14 @@ var errorCallers = map[string]func(e sentinelEnv, a argKind) error{
 		_, err := e.h.NewTimeout(task, time.Hour)
 		return err
 	},
+	"NewTimeouts": func(e sentinelEnv, a argKind) error {
+		var task TimerTask = TaskFunc(func(Timeout) {})
+		if a == nilFunc {
+			task = nil
+		}
+		_, err := e.h.NewTimeouts(time.Hour, TaskFunc(func(Timeout) {}), task)
+		return err
+	},
 	"AfterFunc": func(e sentinelEnv, a argKind) error {
 		f := func() {}
 		if a == nilFunc {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/wheeltimer/wheeltimer/hashedwheel"
@@ -60,6 +61,34 @@ func ExampleHashedWheelTimer_NewTimeout() {
 	}
 	fmt.Println("ran expired, not before 50ms:", <-done)
 	// Output: ran expired, not before 50ms: true
+}
+
+// NewTimeouts schedules many tasks with one delay in one call: here, the
+// acknowledgements awaited from the subscribers a message went to. A
+// subscriber that acknowledges cancels its timeout.
+func ExampleHashedWheelTimer_NewTimeouts() {
+	timer, err := hashedwheel.New(hashedwheel.WithTickDuration(10 * time.Millisecond))
+	if err != nil {
+		panic(err)
+	}
+	defer timer.Stop()
+
+	subscribers := []string{"ann", "bob", "cid"}
+	unacknowledged := make(chan string, len(subscribers))
+	tasks := make([]hashedwheel.TimerTask, len(subscribers))
+	for i, name := range subscribers {
+		tasks[i] = hashedwheel.TaskFunc(func(hashedwheel.Timeout) { unacknowledged <- name })
+	}
+	timeouts, err := timer.NewTimeouts(50*time.Millisecond, tasks...)
+	if err != nil {
+		panic(err)
+	}
+	timeouts[1].Cancel() // bob acknowledges
+
+	late := []string{<-unacknowledged, <-unacknowledged}
+	slices.Sort(late)
+	fmt.Println("no acknowledgement from", late)
+	// Output: no acknowledgement from [ann cid]
 }
 
 // AfterFunc is NewTimeout for a plain function, in the style of

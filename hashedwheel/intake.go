@@ -13,11 +13,12 @@ import (
 )
 
 // The intake is a lock-free stack threaded through the timeouts' prev
-// fields: a push costs one compare-and-swap and no allocation. The worker
-// takes the whole stack by swapping a fresh sentinel onto it and reverses
-// it, so that each producer's timeouts reach the wheel in order. Each
-// node's seq is the shard's count of pushes up to it, modulo 2³², and a
-// sentinel's the count when swapped in: the top tells how many the shard
+// fields: a push, of one timeout or of NewTimeouts' chain of them, costs
+// one compare-and-swap and no allocation. The worker takes the whole stack
+// by swapping a fresh sentinel onto it and reverses it, so that each
+// producer's timeouts reach the wheel in order. The node a push puts on
+// top has for seq the shard's count of pushes up to it, modulo 2³², and a
+// sentinel the count when swapped in: the top tells how many the shard
 // accepted, at no cost. A push onto a timeout cancelled before the worker
 // took it links past it, so a timeout made and cancelled before the next
 // one, the commonest fate of a request timeout, never reaches the worker.
@@ -112,27 +113,29 @@ func (s *shard) pushed() uint64 {
 	return collected + uint64(top.seq-uint32(collected))
 }
 
-// pushTimeout pushes t onto an intake stack, from any goroutine, and
-// returns the shard's count of pushes, t included, modulo 2³², its index
-// and the compare-and-swaps that failed; it fails once the intake closed.
+// pushTimeouts pushes the n timeouts linked from first up to last through
+// prev, all new, onto an intake stack, from any goroutine, and returns the
+// shard's count of pushes, theirs included, modulo 2³², its index and the
+// compare-and-swaps that failed; it fails once the intake closed. Only
+// last is numbered: a count is read off the top alone.
 //
-// The stack is first that of t's 8 KiB page: the runtime allocates from a
-// page per processor (P), so Ps mostly push onto different stacks for
-// free. Once producers meet on one, the timer spreads them by P for good
+// The stack is first that of first's 8 KiB page: the runtime allocates
+// from a page per processor (P), so Ps mostly push onto different stacks
+// for free. Once producers meet on one, the timer spreads them by P for good
 // (spreadIfProducersMet): each P's hint picks its stack, and a hint
 // another P shares, found by a failed swap or a replaced top this P did
 // not push, is redrawn at random.
 //
-// A cancelled timeout on top without a Cancelled hook is unlinked: t links
-// below it. Seen on top after it was seen cancelled, it was not taken, and
-// never will be, or the swap fails.
-func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries int, ok bool) {
+// A cancelled timeout on top without a Cancelled hook is unlinked: first
+// links below it. Seen on top after it was seen cancelled, it was not
+// taken, and never will be, or the swap fails.
+func (h *HashedWheelTimer) pushTimeouts(first, last *timeout, n uint32) (count, index uint32, retries int, ok bool) {
 	var hint *shardHint
 	if h.spread.Load() {
 		hint = shardHints.Get().(*shardHint)
 		index = hint.n & h.shardMask
 	} else {
-		index = uint32(uintptr(unsafe.Pointer(t))>>pageShift) & h.shardMask
+		index = uint32(uintptr(unsafe.Pointer(first))>>pageShift) & h.shardMask
 	}
 	for {
 		s := &h.shards[index]
@@ -144,9 +147,9 @@ func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries
 		if top.word.Load()&stateMask == stateCancelled && cancelledHookOf(top.task) == nil && s.top.Load() == top {
 			below = top.below()
 		}
-		// t is not yet published: the swap orders these writes before it.
-		t.prev, t.seq = below, top.seq+1
-		if s.top.CompareAndSwap(top, t) {
+		// Not yet published: the swap orders these writes before it.
+		first.prev, last.seq = below, top.seq+n
+		if s.top.CompareAndSwap(top, last) {
 			if below != top {
 				top.forgetBelow() // off the stack for good: a push still reading it fails
 			}
@@ -154,10 +157,10 @@ func (h *HashedWheelTimer) pushTimeout(t *timeout) (count, index uint32, retries
 				if top.task != nil && uintptr(unsafe.Pointer(top)) != hint.last {
 					hint.n = rand.Uint32() // for the next push: this one is done
 				}
-				hint.last = uintptr(unsafe.Pointer(t))
+				hint.last = uintptr(unsafe.Pointer(last))
 				shardHints.Put(hint)
 			}
-			return t.seq, index, retries, true
+			return last.seq, index, retries, true
 		}
 		retries++
 		if hint != nil {
@@ -239,21 +242,21 @@ func (h *HashedWheelTimer) report(t *timeout) {
 	s := &h.shards[uint32(uintptr(unsafe.Pointer(t))>>pageShift)&h.shardMask]
 	if index, ok := s.reports.Push(t); ok {
 		s.reported.Store(true)
-		h.nudgeWorker(index + 1)
+		h.nudgeWorker(index+1, 1)
 	}
 }
 
-// nudgeWorker, after a push that brought a stack's or queue's count to
-// count, wakes the worker at once if it sleeps past its next tick, else
+// nudgeWorker, after a push of n that brought a stack's or queue's count
+// to count, wakes the worker at once if it sleeps past its next tick, else
 // every wakeEvery pushes, yielding so that it runs even when producers
 // busy every processor.
-func (h *HashedWheelTimer) nudgeWorker(count uint64) {
+func (h *HashedWheelTimer) nudgeWorker(count, n uint64) {
 	switch {
 	case h.idle.Load():
 		if h.idle.CompareAndSwap(true, false) {
 			h.sleeper.Wake()
 		}
-	case count%wakeEvery == 0:
+	case count%wakeEvery < n: // the push passed a multiple of wakeEvery
 		h.sleeper.Wake()
 		runtime.Gosched()
 	}

@@ -51,12 +51,12 @@ func (b *intakeBatch) pop() *timeout {
 	return t
 }
 
-// push pushes t onto s until it is pushed or s is closed, as pushTimeout
+// push pushes t onto s until it is pushed or s is closed, as pushTimeouts
 // does on a timer of this one shard, and returns the shard's count of
 // pushes and whether t was pushed.
 func (s *shard) push(t *timeout) (uint32, bool) {
 	h := HashedWheelTimer{shards: unsafe.Slice(s, 1)}
-	count, _, _, ok := h.pushTimeout(t)
+	count, _, _, ok := h.pushTimeouts(t, t, 1)
 	return count, ok
 }
 

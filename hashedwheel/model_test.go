@@ -22,9 +22,9 @@ import (
 
 // Model-based testing: a reference model, a plain list of timeouts with
 // their deadlines, is driven beside a real timer on a fake clock by random
-// sequences of NewTimeout, AfterFunc, Cancel, clock advances and Stop. Some
-// steps issue several NewTimeout and Cancel calls from concurrent
-// goroutines and join them before the clock moves. After every step the
+// sequences of NewTimeout, AfterFunc, NewTimeouts, Cancel, clock advances
+// and Stop. Some steps issue several NewTimeout and Cancel calls from
+// concurrent goroutines and join them before the clock moves. After every step the
 // timeouts that fired, the cancellations that were processed, each
 // handle's state, PendingTimeouts and Stats must match the model exactly.
 //
@@ -382,8 +382,10 @@ func modelFloorDiv(a, b int64) int64 {
 
 func (m *modelHarness) step(src modelSource) error {
 	switch op := src.intn(100); {
-	case op < 24:
+	case op < 20:
 		return m.batch([]time.Duration{m.genDelay(src)}, nil, src.intn(4) == 0)
+	case op < 24:
+		return m.newTimeouts(src)
 	case op < 32:
 		return m.reset(src)
 	case op < 36:
@@ -518,10 +520,9 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 	m.fake.WaitAsleep()
 
 	// The model's account of the same calls.
-	if len(delays) > 0 && !m.started && !m.stopped {
-		m.started, m.startAbs = true, m.fake.Nanotime()
-		if got := m.h.startNanos; got != m.startAbs {
-			return fmt.Errorf("lazy start: startNanos %d, want the clock reading %d", got, m.startAbs)
+	if len(delays) > 0 {
+		if err := m.startedLazily(); err != nil {
+			return err
 		}
 	}
 	now, cur := m.now(), m.curTick()
@@ -548,20 +549,9 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 			return fmt.Errorf("NewTimeout #%d(%v): (%v, %v)", r.id, delays[i], r.to, r.err)
 		default:
 			acceptedHere++
-			m.accepted++
-			e := &modelEntry{id: r.id, handle: r.to, task: r.task, delay: delays[i], created: now,
-				deadline: modelDeadline(now, delays[i])}
-			_, e.hooked = r.task.(*hookTask)
-			e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
-			if want := startTime(m.h).Add(time.Duration(e.deadline)); !r.to.Deadline().Equal(want) {
-				return fmt.Errorf("timeout #%d: Deadline() is %v, want the start %+v = %v",
-					r.id, r.to.Deadline(), time.Duration(e.deadline), want)
+			if err := m.accept(r.id, r.to, r.task, delays[i], now, cur); err != nil {
+				return err
 			}
-			if r.to.Timer() != m.h || (r.task != nil && r.to.Task() != r.task) {
-				return fmt.Errorf("timeout #%d: Timer() or Task() is not what was scheduled", r.id)
-			}
-			m.entries = append(m.entries, e)
-			m.byID[e.id] = e
 		}
 	}
 	// Cancels in the same batch may be processed before some of the
@@ -608,6 +598,98 @@ func (m *modelHarness) batch(delays []time.Duration, cancels []*modelEntry, afte
 		}
 	}
 	m.trace.add("t=%d tick %d: %s", now, cur, strings.Join(ids, " "))
+	return m.check()
+}
+
+// startedLazily notes in the model the start of a timer that a call
+// scheduling timeouts started, and checks the timer's.
+func (m *modelHarness) startedLazily() error {
+	if m.started || m.stopped {
+		return nil
+	}
+	m.started, m.startAbs = true, m.fake.Nanotime()
+	if got := m.h.startNanos; got != m.startAbs {
+		return fmt.Errorf("lazy start: startNanos %d, want the clock reading %d", got, m.startAbs)
+	}
+	return nil
+}
+
+// accept adds to the model the timeout to, of task, accepted at now, in
+// tick cur, with delay, and checks its Deadline, Timer and Task.
+func (m *modelHarness) accept(id int, to Timeout, task TimerTask, delay time.Duration, now, cur int64) error {
+	m.accepted++
+	e := &modelEntry{id: id, handle: to, task: task, delay: delay, created: now, deadline: modelDeadline(now, delay)}
+	_, e.hooked = task.(*hookTask)
+	e.fireTick = max(modelDueTick(e.deadline, m.tick), cur)
+	if want := startTime(m.h).Add(time.Duration(e.deadline)); !to.Deadline().Equal(want) {
+		return fmt.Errorf("timeout #%d: Deadline() is %v, want the start %+v = %v",
+			id, to.Deadline(), time.Duration(e.deadline), want)
+	}
+	if to.Timer() != m.h || (task != nil && to.Task() != task) {
+		return fmt.Errorf("timeout #%d: Timer() or Task() is not what was scheduled", id)
+	}
+	m.entries = append(m.entries, e)
+	m.byID[e.id] = e
+	return nil
+}
+
+// newTimeouts makes one NewTimeouts call of one to six tasks, at times with
+// a nil one among them, and checks that it schedules all, each as
+// NewTimeout would with the one delay, or none: after Stop, or when the
+// pending limit has no room for all, or for a nil task.
+func (m *modelHarness) newTimeouts(src modelSource) error {
+	delay, k := m.genDelay(src), 1+src.intn(6)
+	nilAt := -1
+	if src.intn(8) == 0 {
+		nilAt = src.intn(k)
+	}
+	tasks, ids := make([]TimerTask, k), make([]int, k)
+	for i := range tasks {
+		if i == nilAt {
+			continue
+		}
+		m.nextID++
+		if ids[i] = m.nextID; ids[i]%3 == 0 {
+			tasks[i] = &modelPlainTask{rec: m.rec, id: ids[i]}
+		} else {
+			tasks[i] = modelHookedTask(m.rec, ids[i])
+		}
+	}
+	pendingBefore := m.h.PendingTimeouts()
+	tos, err := m.h.NewTimeouts(delay, tasks...)
+	m.fake.WaitAsleep()
+	m.trace.add("t=%d tick %d: NewTimeouts(%v, %d tasks, nil at %d): %v", m.now(), m.curTick(), delay, k, nilAt, err)
+	if nilAt >= 0 {
+		if !errors.Is(err, ErrNilTask) || tos != nil {
+			return fmt.Errorf("NewTimeouts with a nil task: (%v, %v), want ErrNilTask", tos, err)
+		}
+		return m.check()
+	}
+	if err := m.startedLazily(); err != nil {
+		return err
+	}
+	now, cur := m.now(), m.curTick()
+	switch full := m.cfg.maxPending > 0 && pendingBefore+int64(k) > m.cfg.maxPending; {
+	case m.stopped:
+		if !errors.Is(err, ErrStopped) || tos != nil {
+			return fmt.Errorf("NewTimeouts after Stop: (%v, %v), want ErrStopped", tos, err)
+		}
+		m.rejectedStopped += uint64(k)
+	case full:
+		if !errors.Is(err, ErrTooManyPendingTimeouts) || tos != nil {
+			return fmt.Errorf("NewTimeouts of %d with %d pending and limit %d: (%v, %v), want ErrTooManyPendingTimeouts",
+				k, pendingBefore, m.cfg.maxPending, tos, err)
+		}
+		m.rejectedFull += uint64(k)
+	case err != nil || len(tos) != k:
+		return fmt.Errorf("NewTimeouts of %d: %d timeouts, %v", k, len(tos), err)
+	default:
+		for i, to := range tos {
+			if err := m.accept(ids[i], to, tasks[i], delay, now, cur); err != nil {
+				return err
+			}
+		}
+	}
 	return m.check()
 }
 

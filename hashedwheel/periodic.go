@@ -152,7 +152,7 @@ func (h *HashedWheelTimer) startForPeriod(call string, period time.Duration) err
 	if period <= 0 {
 		return fmt.Errorf("%w: %s(%v): expected a period > 0", ErrInvalidPeriod, call, period)
 	}
-	if err := h.startIfNeeded(); err != nil {
+	if err := h.startIfNeeded(1); err != nil {
 		return err
 	}
 	if tick := time.Duration(h.tickNanos); period < tick {
@@ -180,7 +180,7 @@ func (h *HashedWheelTimer) ScheduleFunc(s Scheduler, f func()) (Timeout, error) 
 	if f == nil {
 		return nil, ErrNilTask
 	}
-	if err := h.startIfNeeded(); err != nil {
+	if err := h.startIfNeeded(1); err != nil {
 		return nil, err
 	}
 	now := h.clock.Now().Round(0)

@@ -65,6 +65,28 @@ func readmeNewTimeout(timer *hashedwheel.HashedWheelTimer, conn net.Conn, counte
 	return nil
 }
 
+// subscriber is what a broadcast went to; Drop ends its subscription.
+type subscriber struct{ dropped atomic.Bool }
+
+func (s *subscriber) Drop() { s.dropped.Store(true) }
+
+// readmeNewTimeouts awaits the acknowledgement of a broadcast from each
+// subscriber, for 5s: acked gives the index of each that acknowledges.
+func readmeNewTimeouts(timer *hashedwheel.HashedWheelTimer, subscribers []*subscriber, acked <-chan int) error {
+	tasks := make([]hashedwheel.TimerTask, len(subscribers))
+	for i, s := range subscribers {
+		tasks[i] = hashedwheel.TaskFunc(func(hashedwheel.Timeout) { s.Drop() })
+	}
+	acks, err := timer.NewTimeouts(5*time.Second, tasks...)
+	if err != nil {
+		return err // none was scheduled
+	}
+	for i := range acked {
+		acks[i].Cancel()
+	}
+	return nil
+}
+
 // readmeReset re-arms an idle timeout for every message.
 func readmeReset(timer *hashedwheel.HashedWheelTimer, conn net.Conn, messages <-chan string, handle func(string)) error {
 	idle, err := timer.AfterFunc(30*time.Second, func() { conn.Close() })
@@ -151,6 +173,18 @@ func TestReadmeSnippets(t *testing.T) {
 		time.Sleep(time.Millisecond) // a tick: the worker processes the cancellation
 		synctest.Wait()
 		assert.Equal(t, int64(1), kept.Load(), "the Cancelled hook ran")
+
+		subscribers := []*subscriber{{}, {}, {}}
+		acked := make(chan int, 2)
+		acked <- 0
+		acked <- 2
+		close(acked)
+		require.NoError(t, readmeNewTimeouts(timer, subscribers, acked))
+		time.Sleep(6 * time.Second)
+		synctest.Wait()
+		for i, want := range []bool{false, true, false} {
+			assert.Equal(t, want, subscribers[i].dropped.Load(), "subscriber %d dropped", i)
+		}
 
 		messages := make(chan string, 3)
 		messages <- "a"

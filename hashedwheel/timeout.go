@@ -16,13 +16,17 @@ import (
 // goroutine; about once in a few thousand calls it yields the processor so
 // that the worker keeps up.
 func (h *HashedWheelTimer) NewTimeout(task TimerTask, delay time.Duration) (Timeout, error) {
-	if task == nil {
-		return nil, ErrNilTask
-	}
-	if f, ok := task.(TaskFunc); ok && f == nil {
+	if nilTask(task) {
 		return nil, ErrNilTask
 	}
 	return h.scheduleTimeout(&timeout{task: task}, delay, 0)
+}
+
+// nilTask reports whether task is nil or a nil TaskFunc, which NewTimeout
+// and NewTimeouts refuse.
+func nilTask(task TimerTask) bool {
+	f, ok := task.(TaskFunc)
+	return task == nil || ok && f == nil
 }
 
 // AfterFunc schedules f to run once, after delay, like time.AfterFunc. It
@@ -34,44 +38,111 @@ func (h *HashedWheelTimer) AfterFunc(delay time.Duration, f func()) (Timeout, er
 	return h.scheduleTimeout(&timeout{task: plainFunc(f)}, delay, 0)
 }
 
+// NewTimeouts schedules each of tasks to run once, after delay, as that
+// many NewTimeout calls would, and returns their Timeouts in the order of
+// tasks. It reads the clock once and hands them all to the worker at once,
+// for less than the calls it replaces: all share one deadline, as the
+// acknowledgements awaited after one broadcast or the shards of one query
+// do. It schedules all or none: it fails with ErrNilTask, naming the first
+// nil task, with ErrStopped after Stop and with ErrTooManyPendingTimeouts
+// when the WithMaxPendingTimeouts limit leaves fewer places than tasks.
+// With no tasks it schedules nothing and returns nil, nil. It never blocks
+// and may be called from any goroutine.
+func (h *HashedWheelTimer) NewTimeouts(delay time.Duration, tasks ...TimerTask) ([]Timeout, error) {
+	for i, task := range tasks {
+		if nilTask(task) {
+			return nil, fmt.Errorf("%w: NewTimeouts: tasks[%d]", ErrNilTask, i)
+		}
+	}
+	n := len(tasks)
+	switch {
+	case n == 0:
+		return nil, nil
+	case n > maxBatch:
+		return nil, fmt.Errorf("%w: NewTimeouts: %d tasks, more than the %d the intake counts at once",
+			ErrTooManyPendingTimeouts, n, maxBatch)
+	}
+	word, err := h.accept(int64(n), delay, "NewTimeouts")
+	if err != nil {
+		return nil, err
+	}
+	timeouts := make([]Timeout, n)
+	var last *timeout
+	for i, task := range tasks {
+		t := &timeout{timer: h, task: task, prev: last}
+		*(*uint64)(unsafe.Pointer(&t.word)) = word // as in scheduleTimeout
+		timeouts[i], last = t, t
+	}
+	if !h.publish(timeouts[0].(*timeout), last, uint32(n)) {
+		return nil, ErrStopped
+	}
+	return timeouts, nil
+}
+
+// maxBatch bounds a NewTimeouts call: the intake counts pushes modulo 2³²,
+// and a take must find fewer than that on a stack.
+const maxBatch = 1 << 30
+
 // scheduleTimeout hands t, new, to the worker, repeating every period ns
 // if positive, and returns it; on failure, a nil Timeout, not one holding
 // a nil *timeout.
 func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) (Timeout, error) {
-	if h.state.Load() != timerStarted {
-		if err := h.startIfNeeded(); err != nil {
-			return nil, err
-		}
-	}
-	if h.maxPending > 0 && !h.admit() {
-		h.counters.rejectedFull.Add(1)
-		return nil, tooManyPending(h.maxPending)
-	}
-	now := h.now()
-	if now < 0 || h.probeBubble && inABubble() {
-		// A clock before the start: a bubble the timer was not started in.
-		h.unadmit(1)
-		return nil, h.bubbleError("NewTimeout")
+	word, err := h.accept(1, delay, "NewTimeout")
+	if err != nil {
+		return nil, err
 	}
 	t.timer, t.period = h, period
 	// A plain write: the push that publishes t orders it before any load.
-	// At least 1ns later: never in a tick already ended, processed or not.
-	word := withDeadline(stateQueued, now, max(delay, 1))
 	*(*uint64)(unsafe.Pointer(&t.word)) = word
 	if period == scheduledPeriod {
 		t.task.(*scheduledTask).at = deadlineOf(word)
 	}
-	count, _, _, ok := h.pushTimeout(t)
-	if !ok {
-		h.unadmit(1) // Stop closed the intake first: never accepted
-		h.counters.rejectedStopped.Add(1)
+	if !h.publish(t, t, 1) {
 		return nil, ErrStopped
 	}
-	h.nudgeWorker(uint64(count))
+	return t, nil
+}
+
+// accept starts the timer if needed and takes n places under the pending
+// limit for new timeouts due after delay, returning their word: queued,
+// the deadline from one clock read. It fails, counting n refusals, as
+// NewTimeout does; call names the caller in a bubble's error.
+func (h *HashedWheelTimer) accept(n int64, delay time.Duration, call string) (word uint64, err error) {
+	if h.state.Load() != timerStarted {
+		if err := h.startIfNeeded(uint64(n)); err != nil {
+			return 0, err
+		}
+	}
+	if h.maxPending > 0 && !h.admit(n) {
+		h.counters.rejectedFull.Add(uint64(n))
+		return 0, tooManyPending(h.maxPending)
+	}
+	now := h.now()
+	if now < 0 || h.probeBubble && inABubble() {
+		// A clock before the start: a bubble the timer was not started in.
+		h.unadmit(n)
+		return 0, h.bubbleError(call)
+	}
+	// At least 1ns later: never in a tick already ended, processed or not.
+	return withDeadline(stateQueued, now, max(delay, 1)), nil
+}
+
+// publish pushes the n new timeouts linked from first up to last through
+// prev onto an intake stack and wakes the worker if needed. It reports
+// false, their places given back and counted refused, once Stop closed
+// the intake first: they were never accepted.
+func (h *HashedWheelTimer) publish(first, last *timeout, n uint32) bool {
+	count, _, _, ok := h.pushTimeouts(first, last, n)
+	if !ok {
+		h.unadmit(int64(n))
+		h.counters.rejectedStopped.Add(uint64(n))
+		return false
+	}
+	h.nudgeWorker(uint64(count), uint64(n))
 	if h.watcher != nil {
 		h.watcher.Accepted()
 	}
-	return t, nil
+	return true
 }
 
 // now returns the timer's time, in which deadlines are: its clock in

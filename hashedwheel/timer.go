@@ -38,7 +38,7 @@ type HashedWheelTimer struct {
 	tickNanos  int64
 	shards     []shard
 	shardMask  uint32
-	spread     atomic.Bool // new timeouts go by processor (pushTimeout)
+	spread     atomic.Bool // new timeouts go by processor (pushTimeouts)
 	maxPending int64
 	sleeper    clockwork.Sleeper
 	watcher    clockwork.Watcher // the sleeper, on a clock.Fake; else nil
@@ -182,26 +182,27 @@ func (w watched) Pending() int64 { return w.h.PendingTimeouts() }
 func (w watched) Unseen() bool   { return !w.h.intakeEmpty() }
 func (w watched) Worker() uint64 { return w.h.workerID.Load() }
 
-// startIfNeeded starts the timer unless it runs, counting a refusal.
-func (h *HashedWheelTimer) startIfNeeded() error {
+// startIfNeeded starts the timer unless it runs, counting the refusal of
+// n timeouts.
+func (h *HashedWheelTimer) startIfNeeded(n uint64) error {
 	if h.state.Load() == timerStarted {
 		return nil
 	}
 	err := h.Start()
 	if errors.Is(err, ErrStopped) {
-		h.counters.rejectedStopped.Add(1)
+		h.counters.rejectedStopped.Add(n)
 	}
 	return err
 }
 
-// admit takes a place under the pending limit, or fails at the limit.
-func (h *HashedWheelTimer) admit() bool {
+// admit takes n places under the pending limit, all or none.
+func (h *HashedWheelTimer) admit(n int64) bool {
 	for {
-		n := h.admitted.Load()
-		if n >= h.maxPending {
+		admitted := h.admitted.Load()
+		if admitted > h.maxPending-n {
 			return false
 		}
-		if h.admitted.CompareAndSwap(n, n+1) {
+		if h.admitted.CompareAndSwap(admitted, admitted+n) {
 			return true
 		}
 	}
