@@ -140,6 +140,7 @@ func TestSynctestTimerOnAFakeClockStartedOutsideRefusesEveryCallInside(t *testin
 	h := newTimerOn(t, fake)
 	calls := map[string]func() error{
 		"NewTimeout":   func() error { _, err := h.NewTimeout(noopTask, time.Second); return err },
+		"NewTimeouts":  func() error { _, err := h.NewTimeouts(time.Second, noopTask, noopTask); return err },
 		"AfterFunc":    func() error { _, err := h.AfterFunc(time.Second, func() {}); return err },
 		"Every":        func() error { _, err := h.Every(time.Second, func() {}); return err },
 		"ScheduleFunc": func() error { _, err := h.ScheduleFunc(hourly{}, func() {}); return err },

@@ -62,19 +62,14 @@ func (h *HashedWheelTimer) NewTimeouts(delay time.Duration, tasks ...TimerTask) 
 		return nil, fmt.Errorf("%w: NewTimeouts: %d tasks, more than the %d the intake counts at once",
 			ErrTooManyPendingTimeouts, n, maxBatch)
 	}
-	word, err := h.accept(int64(n), delay, "NewTimeouts")
-	if err != nil {
-		return nil, err
-	}
 	timeouts := make([]Timeout, n)
 	var last *timeout
 	for i, task := range tasks {
-		t := &timeout{timer: h, task: task, prev: last}
-		*(*uint64)(unsafe.Pointer(&t.word)) = word // as in scheduleTimeout
+		t := &timeout{task: task, prev: last}
 		timeouts[i], last = t, t
 	}
-	if !h.publish(timeouts[0].(*timeout), last, uint32(n)) {
-		return nil, ErrStopped
+	if _, err := h.scheduleTimeouts(timeouts[0].(*timeout), last, int64(n), delay, 0); err != nil {
+		return nil, err
 	}
 	return timeouts, nil
 }
@@ -87,62 +82,57 @@ const maxBatch = 1 << 30
 // if positive, and returns it; on failure, a nil Timeout, not one holding
 // a nil *timeout.
 func (h *HashedWheelTimer) scheduleTimeout(t *timeout, delay time.Duration, period int64) (Timeout, error) {
-	word, err := h.accept(1, delay, "NewTimeout")
-	if err != nil {
-		return nil, err
-	}
-	t.timer, t.period = h, period
-	// A plain write: the push that publishes t orders it before any load.
-	*(*uint64)(unsafe.Pointer(&t.word)) = word
-	if period == scheduledPeriod {
-		t.task.(*scheduledTask).at = deadlineOf(word)
-	}
-	if !h.publish(t, t, 1) {
-		return nil, ErrStopped
-	}
-	return t, nil
+	return h.scheduleTimeouts(t, t, 1, delay, period)
 }
 
-// accept starts the timer if needed and takes n places under the pending
-// limit for new timeouts due after delay, returning their word: queued,
-// the deadline from one clock read. It fails, counting n refusals, as
-// NewTimeout does; call names the caller in a bubble's error.
-func (h *HashedWheelTimer) accept(n int64, delay time.Duration, call string) (word uint64, err error) {
+// scheduleTimeouts hands the n new timeouts linked from first up to last
+// through prev to the worker, all due after delay from one clock read,
+// repeating every period ns if positive, and returns last. It fails,
+// scheduling none and counting n refusals, as NewTimeout does, with a nil
+// Timeout, not one holding a nil *timeout.
+func (h *HashedWheelTimer) scheduleTimeouts(first, last *timeout, n int64, delay time.Duration, period int64) (Timeout, error) {
 	if h.state.Load() != timerStarted {
 		if err := h.startIfNeeded(uint64(n)); err != nil {
-			return 0, err
+			return nil, err
 		}
 	}
 	if h.maxPending > 0 && !h.admit(n) {
 		h.counters.rejectedFull.Add(uint64(n))
-		return 0, tooManyPending(h.maxPending)
+		return nil, tooManyPending(h.maxPending)
 	}
 	now := h.now()
 	if now < 0 || h.probeBubble && inABubble() {
 		// A clock before the start: a bubble the timer was not started in.
 		h.unadmit(n)
-		return 0, h.bubbleError(call)
+		if n > 1 {
+			return nil, h.bubbleError("NewTimeouts")
+		}
+		return nil, h.bubbleError("NewTimeout")
 	}
 	// At least 1ns later: never in a tick already ended, processed or not.
-	return withDeadline(stateQueued, now, max(delay, 1)), nil
-}
-
-// publish pushes the n new timeouts linked from first up to last through
-// prev onto an intake stack and wakes the worker if needed. It reports
-// false, their places given back and counted refused, once Stop closed
-// the intake first: they were never accepted.
-func (h *HashedWheelTimer) publish(first, last *timeout, n uint32) bool {
-	count, _, _, ok := h.pushTimeouts(first, last, n)
+	word := withDeadline(stateQueued, now, max(delay, 1))
+	for t := last; ; t = t.prev {
+		t.timer, t.period = h, period
+		// A plain write: the push that publishes t orders it before any load.
+		*(*uint64)(unsafe.Pointer(&t.word)) = word
+		if t == first {
+			break
+		}
+	}
+	if period == scheduledPeriod {
+		first.task.(*scheduledTask).at = deadlineOf(word)
+	}
+	count, _, _, ok := h.pushTimeouts(first, last, uint32(n))
 	if !ok {
-		h.unadmit(int64(n))
+		h.unadmit(n) // Stop closed the intake first: never accepted
 		h.counters.rejectedStopped.Add(uint64(n))
-		return false
+		return nil, ErrStopped
 	}
 	h.nudgeWorker(uint64(count), uint64(n))
 	if h.watcher != nil {
 		h.watcher.Accepted()
 	}
-	return true
+	return last, nil
 }
 
 // now returns the timer's time, in which deadlines are: its clock in
