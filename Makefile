@@ -76,8 +76,8 @@ bench: bench-core
 ## figure's median over the runs with its confidence interval (six runs of
 ## the per-operation benchmarks; each storm figure is already the median,
 ## and the worst, of five storms, and each million scheduled the median of
-## five). The shard figures run at GOMAXPROCS=16:
-## they are a property of the shard choice, whatever the cores.
+## five). The shard figures run at GOMAXPROCS=16: they are a property of
+## the shard choice, whatever the cores.
 bench-core:
 	@rm -f $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel$$|MiddlewareChain|WithTimeoutChild|ShardChoice|NewTimerStop|NewTickerStop|ChanTimerReset|HTTPClientChain' -benchmem -count 6 ./hashedwheel | tee -a $(BENCH_OUT)

@@ -170,7 +170,7 @@ func BenchmarkScheduleMillion(b *testing.B) {
 			})
 		})
 		b.Run(c.name+"-floor", func(b *testing.B) {
-			timeouts := make([]*timeout, stormSize)
+			timeouts := make([]Timeout, stormSize)
 			benchmarkScheduleMillion(b, c.producers, func(h *HashedWheelTimer) (func(p, i, j int) int, func()) {
 				stacks, origin := make([]floorStack, c.producers), time.Now()
 				return func(p, i, j int) int {

@@ -81,7 +81,7 @@ func readmeNewTimeouts(timer *hashedwheel.HashedWheelTimer, subscribers []*subsc
 	if err != nil {
 		return err // none was scheduled
 	}
-	for i := range acked {
+	for i := range acked { // the index of each subscriber that acknowledged
 		acks[i].Cancel()
 	}
 	return nil
