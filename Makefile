@@ -83,6 +83,7 @@ bench-core:
 	$(GO) test -run '^$$' -bench 'NewTimeoutCancel|ResetLater|WithTimeoutCancel$$|WithTimeoutCancelParallel$$|MiddlewareChain|WithTimeoutChild|ShardChoice|NewTimerStop|NewTickerStop|ChanTimerReset|HTTPClientChain' -benchmem -count 6 ./hashedwheel | tee -a $(BENCH_OUT)
 	GOMAXPROCS=16 $(GO) test -run '^$$' -bench 'ShardsSharedAtOnce' -benchtime 20x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'ExpiryStorm$$|AfterFuncStorm|SlowTasks|Memory' -benchtime 5x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
+	$(GO) test -run '^$$' -bench 'ScheduleMillion' -benchtime 5x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench 'Idle' -benchtime 1x -count 1 ./hashedwheel | tee -a $(BENCH_OUT)
 	$(GO) test -run '^$$' -bench . -benchmem -count 6 ./mpsc | tee -a $(BENCH_OUT)
 	@! grep -E '^(FAIL|--- FAIL|panic:)' $(BENCH_OUT)
