@@ -1,15 +1,12 @@
 package hashedwheel
 
 import (
-	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/wheeltimer/wheeltimer/internal/racetest"
-	"github.com/wheeltimer/wheeltimer/pool"
 )
 
 func TestNewTimeoutsRunsEachTaskOnceInOrderAtTheDeadline(t *testing.T) {
@@ -98,80 +95,16 @@ func TestNewTimeoutsCancelledWhileQueuedAreDropped(t *testing.T) {
 // of an accepted batch runs once, is cancelled or is returned by Stop, and
 // no task of a refused batch runs.
 func TestNewTimeoutsRacingStopLosesNothing(t *testing.T) {
-	rounds := 20
-	if testing.Short() {
-		rounds = 3
-	}
-	type scheduled struct {
-		timeout   Timeout
-		runs      *atomic.Int32
-		cancelled bool
-	}
-	for range rounds {
-		h, err := New(WithTickDuration(time.Millisecond), WithExecutor(pool.Inline))
-		require.NoError(t, err)
-		const producers = 4
-		var (
-			accepted [producers][]scheduled
-			refused  [producers][]*atomic.Int32
-			started  = make(chan struct{}, producers)
-		)
-		start, wait := racetest.Producers(producers, func(p, i int) bool {
-			if i == 20 {
-				started <- struct{}{}
-			}
-			runs, tasks := make([]*atomic.Int32, 1+i%7), make([]TimerTask, 1+i%7)
-			for j := range tasks {
-				r := new(atomic.Int32)
-				runs[j], tasks[j] = r, TaskFunc(func(Timeout) { r.Add(1) })
-			}
-			timeouts, err := h.NewTimeouts(time.Duration(i%3)*time.Millisecond, tasks...)
-			if errors.Is(err, ErrStopped) {
-				refused[p] = runs
-				return false
-			}
-			if !assert.NoError(t, err) {
-				if i < 20 {
-					started <- struct{}{} // Stop ends the others
-				}
-				return false
-			}
-			for j, to := range timeouts {
-				accepted[p] = append(accepted[p], scheduled{to, runs[j], j%3 == 1 && to.Cancel()})
-			}
-			return true
-		})
-		start()
-		for range producers {
-			<-started
+	raceStopLosesNothing(t, func(h *HashedWheelTimer, i int) ([]racedTimeout, error) {
+		raced, tasks := make([]racedTimeout, 1+i%7), make([]TimerTask, 1+i%7)
+		for j := range tasks {
+			runs := new(atomic.Int32)
+			raced[j].runs, tasks[j] = runs, TaskFunc(func(Timeout) { runs.Add(1) })
 		}
-		left := h.Stop() // with Inline, every dispatched task has run when Stop returns
-		wait()
-
-		returned := map[Timeout]bool{}
-		for _, to := range left {
-			returned[to] = true
+		timeouts, err := h.NewTimeouts(time.Duration(i%3)*time.Millisecond, tasks...)
+		for j, to := range timeouts {
+			raced[j].timeout, raced[j].cancelled = to, j%3 == 1 && to.Cancel()
 		}
-		total := 0
-		for p := range producers {
-			for _, s := range accepted[p] {
-				ends := int(s.runs.Load())
-				for _, ended := range []bool{s.cancelled, returned[s.timeout]} {
-					if ended {
-						ends++
-					}
-				}
-				require.Equal(t, 1, ends, "a timeout ran %d times, cancelled %v, returned %v",
-					s.runs.Load(), s.cancelled, returned[s.timeout])
-			}
-			for _, runs := range refused[p] {
-				require.Zero(t, runs.Load(), "a task of a refused batch ran")
-			}
-			total += len(accepted[p])
-		}
-		s := h.Stats()
-		assert.Equal(t, uint64(total), s.Scheduled)
-		assert.Equal(t, s.Scheduled, s.Expired+s.Cancelled+s.ReturnedByStop)
-		assert.Equal(t, len(left), int(s.ReturnedByStop))
-	}
+		return raced, err
+	})
 }

@@ -359,66 +359,94 @@ func TestExecutorFailureIsCountedAndTheTaskStillRuns(t *testing.T) {
 // Stop runs: every accepted timeout fires or is returned by Stop, and no
 // timeout rejected with ErrStopped ever runs.
 func TestNewTimeoutRacingStopIsNeverLost(t *testing.T) {
-	type scheduled struct {
-		timeout Timeout
-		runs    *atomic.Int32
-	}
+	raceStopLosesNothing(t, func(h *HashedWheelTimer, i int) ([]racedTimeout, error) {
+		runs := new(atomic.Int32)
+		to, err := h.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { runs.Add(1) })
+		return []racedTimeout{{timeout: to, runs: runs}}, err
+	})
+}
+
+// racedTimeout is a timeout a producer racing Stop scheduled, or nil if
+// refused; runs counts its task's runs, and cancelled tells whether the
+// producer's Cancel returned true.
+type racedTimeout struct {
+	timeout   Timeout
+	runs      *atomic.Int32
+	cancelled bool
+}
+
+// raceStopLosesNothing has producers call schedule(h, i) for i = 0, 1, …
+// on a timer with a 1ms tick and pool.Inline until it fails with
+// ErrStopped, while Stop, once each has made 50 calls, closes the timer;
+// for several timers. Then every accepted timeout ran once, was cancelled
+// or was returned by Stop, no refused task ran, and Stats agrees.
+func raceStopLosesNothing(t *testing.T, schedule func(h *HashedWheelTimer, i int) ([]racedTimeout, error)) {
 	rounds := 20
 	if testing.Short() {
 		rounds = 3
 	}
-	for round := 0; round < rounds; round++ {
+	for range rounds {
 		h, err := New(WithTickDuration(time.Millisecond), WithExecutor(pool.Inline))
 		require.NoError(t, err)
 		const producers = 4
 		var (
-			accepted [producers][]scheduled
-			rejected [producers]*atomic.Int32
-			wg       sync.WaitGroup
+			accepted [producers][]racedTimeout
+			refused  [producers][]racedTimeout
 			started  = make(chan struct{}, producers)
 		)
-		for p := 0; p < producers; p++ {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; ; i++ {
-					runs := new(atomic.Int32)
-					to, err := h.AfterFunc(time.Duration(i%3)*time.Millisecond, func() { runs.Add(1) })
-					if errors.Is(err, ErrStopped) {
-						rejected[p] = runs
-						return
-					}
-					if !assert.NoError(t, err) {
-						return
-					}
-					accepted[p] = append(accepted[p], scheduled{to, runs})
-					if i == 50 {
-						started <- struct{}{}
-					}
+		start, wait := racetest.Producers(producers, func(p, i int) bool {
+			if i == 50 {
+				started <- struct{}{}
+			}
+			raced, err := schedule(h, i)
+			if errors.Is(err, ErrStopped) {
+				refused[p] = raced
+				return false
+			}
+			if !assert.NoError(t, err) { // a producer's goroutine: no require
+				if i < 50 {
+					started <- struct{}{} // Stop ends the others
 				}
-			}()
-		}
-		for p := 0; p < producers; p++ {
+				return false
+			}
+			accepted[p] = append(accepted[p], raced...)
+			return true
+		})
+		start()
+		for range producers {
 			<-started
 		}
 		left := h.Stop() // with Inline, every dispatched task has run when Stop returns
-		wg.Wait()
+		wait()
+
 		returned := map[Timeout]bool{}
 		for _, to := range left {
 			returned[to] = true
 		}
-		total := 0
-		for p := 0; p < producers; p++ {
-			for _, s := range accepted[p] {
-				fired := s.runs.Load() == 1
-				require.True(t, fired != returned[s.timeout], "each accepted timeout fired once or was returned, not both")
+		total, cancelled := 0, 0
+		for p := range producers {
+			for _, r := range accepted[p] {
+				ends := int(r.runs.Load())
+				for _, ended := range []bool{r.cancelled, returned[r.timeout]} {
+					if ended {
+						ends++
+					}
+				}
+				require.Equal(t, 1, ends, "an accepted timeout ran %d times, cancelled %v, returned %v",
+					r.runs.Load(), r.cancelled, returned[r.timeout])
+				if r.cancelled {
+					cancelled++
+				}
 			}
-			require.Zero(t, rejected[p].Load(), "a rejected timeout never runs")
+			for _, r := range refused[p] {
+				require.Zero(t, r.runs.Load(), "a refused timeout never runs")
+			}
 			total += len(accepted[p])
 		}
 		s := h.Stats()
 		assert.Equal(t, uint64(total), s.Scheduled)
-		assert.Equal(t, s.Scheduled, s.Expired+s.ReturnedByStop)
+		assert.Equal(t, uint64(cancelled), s.Cancelled)
+		assert.Equal(t, s.Scheduled, s.Expired+s.Cancelled+s.ReturnedByStop)
 		assert.Equal(t, len(left), int(s.ReturnedByStop))
 	}
 }
